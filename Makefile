@@ -1,0 +1,27 @@
+# The two commands of the README: `make run` (the scenario catalog on the twin, with reports)
+# and `make test` (the project's own tests). Both create the virtualenv and install on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint-imports bench clean
+
+$(STAMP): pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/stepgraph run --reports reports -- --gherkin-terminal-reporter -vv
+
+test: $(STAMP)
+	$(BIN)/lint-imports
+	$(BIN)/pytest tests -q -p no:cacheprovider
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) reports build *.egg-info

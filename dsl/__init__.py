@@ -1,0 +1,1 @@
+"""The language: load → validate → compile → graph → render → run → report → CLI."""

@@ -1,0 +1,1 @@
+"""Step libraries; they use only stepgraph.dsl's public step API."""

@@ -1,0 +1,1 @@
+"""Targets: the composition root that wires a cluster (the twin, or a live one) into the runtime."""

@@ -1,0 +1,1 @@
+"""The embedded twin of a GPU test node; it imports nothing of stepgraph."""
