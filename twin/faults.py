@@ -10,6 +10,7 @@ restart. Each field's description is the documentation of what it reproduces.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -39,11 +40,11 @@ class FaultSwitches(BaseModel):
         "NVIDIA_VISIBLE_DEVICES=<uuid|index> ('unresolvable CDI devices'); `all` still works. "
         "Enforced by the node at container start.",
     )
-    gpu_assignment: Literal["seeded", "in_order"] = Field(
-        "seeded",
+    gpu_assignment: Literal["random", "sequential"] = Field(
+        "random",
         description="Finding #8: how the device plugin picks GPUs for a `nvidia.com/gpu` claim. "
-        "`seeded` shuffles (per world seed) so per-index expectations break and only multiset "
-        "checks hold; `in_order` hands out the lowest free indices.",
+        "`random` (seeded by the world) breaks per-index expectations so only multiset checks "
+        "hold, as on the live node; `sequential` hands out the lowest free indices.",
     )
     dcgm_version: Literal["4.4", "4.5"] = Field(
         "4.5",
@@ -112,6 +113,16 @@ class Faults:
             switches = FaultSwitches.model_validate(switches)
         self._switches = switches or FaultSwitches()
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
+
+    def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> None:
+        """Call `fn(all switches)` after every change (the world mirrors node-owned switches)."""
+        self._listeners.append(fn)
+
+    def _changed(self) -> None:
+        snapshot = self.as_dict()
+        for fn in list(self._listeners):
+            fn(snapshot)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -124,6 +135,7 @@ class Faults:
             raise UnknownFault(f"unknown fault switch {name!r} — known: {', '.join(FaultSwitches.model_fields)}")
         with self._lock:
             setattr(self._switches, name, value)
+        self._changed()
 
     def update(self, changes: dict[str, Any]) -> None:
         """Apply several flips atomically: all validate, or none is applied."""
@@ -133,10 +145,12 @@ class Faults:
         with self._lock:
             merged = {**self._switches.model_dump(), **changes}
             self._switches = FaultSwitches.model_validate(merged)
+        self._changed()
 
     def reset(self) -> None:
         with self._lock:
             self._switches = FaultSwitches()
+        self._changed()
 
     def as_dict(self) -> dict[str, Any]:
         with self._lock:
@@ -159,7 +173,7 @@ def aiohttp_routes(faults: Faults, prefix: str = "/twin/v1/faults") -> list:
         try:
             body = await request.json()
             if not isinstance(body, dict):
-                raise ValueError("body must be a JSON object {switch: value}")
+                return web.json_response({"error": "body must be a JSON object {switch: value}"}, status=400)
             faults.update(body)
         except (UnknownFault, ValidationError, ValueError) as exc:
             return web.json_response({"error": str(exc)}, status=400)

@@ -10,7 +10,7 @@ as the driver does inside a container) and may lack the privilege to write limit
 from __future__ import annotations
 
 import types
-from typing import Callable
+from collections.abc import Callable
 
 import pynvml
 
