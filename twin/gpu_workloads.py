@@ -1,10 +1,9 @@
-"""The GPU side's containers → workloads in Twin I's registry: CUDA users, hostengine, agent, planner.
+"""The GPU side's containers → workloads in Twin I's registry: agent, hostengine, planner, NVML scripts.
 
-- **CUDA context opener**: a container whose program creates CUDA contexts (the stub workers'
-  torch loop, the bystander on `cuda:0`, vLLM workers) holds compute PIDs on its GPUs, so NVML
-  lists them and the agent attributes the GPUs to the pod. Which GPUs: every visible one (the
-  stub's `device_count()` loop, one PID), the first (`cuda:0`), or one PID per GPU (vLLM TP
-  ranks). `twin.stepgraph.dev/cuda-contexts: all|first|per-gpu|none` overrides the guess.
+(CUDA compute contexts — which PIDs hold which GPUs — are the kubelet's job: `cuda_contexts.py`.)
+
+- **pynvml script pods** (`python -c '<script importing pynvml>'`, e.g. the teardown restore
+  pod): the script runs once at start against the node's NVML; output → log; exit status → phase.
 - **DCGM hostengine** (`app=nvidia-dcgm-standalone`): a fresh `Hostengine` on its node while
   it runs; exec of `dcgmi …` reaches it.
 - **Power Agent** (`app.kubernetes.io/component=power-agent`) and **planner** pods.
@@ -21,76 +20,44 @@ from .power_agent.workload import (
     is_agent_pod,
     is_privileged,
 )
-from .probe_exec import ProbeContext, run_probe
+from .probe_exec import ProbeContext, run_probe, run_script
 from .workloads import ExecResult, Workload, WorkloadContext, WorkloadRegistry
 
-CUDA_ANNOTATION = "twin.stepgraph.dev/cuda-contexts"
-CUDA_MODES = ("all", "first", "per-gpu", "none")
 HOSTENGINE_LABEL = ("app", "nvidia-dcgm-standalone")
 
 
-def cuda_mode(pod: dict, container: dict) -> str:
-    """How a container uses CUDA, from the override annotation or its command text."""
-    override = ((pod.get("metadata") or {}).get("annotations") or {}).get(CUDA_ANNOTATION)
-    if override in CUDA_MODES:
-        return override
-    text = " ".join(list(container.get("command") or []) + list(container.get("args") or []))
-    if "dynamo.vllm" in text or "vllm serve" in text:
-        return "per-gpu"
-    if "device_count" in text and "cuda:" in text:
-        return "all"
-    if "cuda:0" in text or "torch.cuda" in text:
-        return "first"
-    return "none"
+def python_script(container: dict) -> str | None:
+    """The script of a `python -c '<script>'` container, else None."""
+    argv = [str(a) for a in list(container.get("command") or []) + list(container.get("args") or [])]
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1].startswith("python") and "-c" in argv[1:3]:
+        return argv[argv.index("-c", 1) + 1] if argv.index("-c", 1) + 1 < len(argv) else None
+    return None
 
 
-def uses_cuda(pod: dict, container: dict) -> bool:
-    return cuda_mode(pod, container) != "none"
+def is_nvml_script_pod(pod: dict, container: dict) -> bool:
+    script = python_script(container)
+    return script is not None and "pynvml" in script and "torch" not in script
 
 
-class CudaWorkload(Workload):
-    """Holds compute contexts on its GPUs for as long as the container runs."""
+class NvmlScriptWorkload(Workload):
+    """A container whose program is a pynvml script (the teardown `power-restore-final` pod):
+    it runs once at start against the node's NVML, its output goes to the log, its exit status
+    ends the container."""
 
     def __init__(self, directory: DeviceDirectory) -> None:
         self.directory = directory
-        self.pids: list[int] = []
 
     def start(self, ctx: WorkloadContext) -> None:
-        mode = cuda_mode(ctx.pod, ctx.container)
-        gpus = list(ctx.gpus)
-        if not gpus or mode == "none":
-            ctx.log("RuntimeError: No CUDA GPUs are available")
-            return
-        main = ctx.processes[0] if ctx.processes else None
-        groups = {"all": [gpus], "first": [gpus[:1]], "per-gpu": [[g] for g in gpus]}[mode]
-        for n, uuids in enumerate(groups):
-            if n == 0 and main is not None:
-                main.gpus = tuple(uuids)  # the container's main process opens the first context
-                self.pids.append(main.pid)
-            else:
-                proc = ctx.host.spawn(ctx.pod_uid, ["python3", "-c", f"rank {n}"], container=ctx.container.get("name"),
-                                      gpus=uuids)
-                self.pids.append(proc.pid)
-        devices = self.directory.get(ctx.node.name)
-        name = devices.board.by_uuid(gpus[0]).sku.name if devices else "GPU"
-        if mode == "first":
-            ctx.log(f"bystander PID={self.pids[0]} on {name}")
-        else:
-            ctx.log(f"CUDA ready, visible_count={len(gpus)}")
-
-    def stop(self, ctx: WorkloadContext, graceful: bool) -> None:
-        for pid in self.pids:
-            ctx.host.kill(pid)
-        self.pids = []
-
-    def exec(self, ctx: WorkloadContext, argv: list[str], stdin: bytes | None) -> ExecResult:
         devices = self.directory.get(ctx.node.name)
         probe = ProbeContext(
             env=container_env(ctx),
             nvml=(lambda: devices.nvml(ctx.gpus, is_privileged(ctx.container)).as_module()) if devices else None,
             fallback=ctx,
         )
-        return run_probe(argv, stdin, probe)
+        result = run_script(python_script(ctx.container) or "", ["-c"], probe)
+        for line in (result.stdout + result.stderr).decode().splitlines():
+            ctx.log(line)
+        ctx.clock.call_later(0, lambda: ctx.exit(result.exit_code))
 
 
 def is_hostengine_pod(pod: dict, container: dict) -> bool:
@@ -140,8 +107,8 @@ def register_gpu_workloads(
     agent_generation: str = "PA-9790",
     planner_generation: str = "pod-patching",
 ) -> None:
-    """Register the GPU side's workloads (agent, hostengine, planner, CUDA users), in that order."""
+    """Register the GPU side's workloads (agent, hostengine, planner, pynvml scripts), in that order."""
     registry.register("power-agent", is_agent_pod, lambda p, c: PowerAgentWorkload(directory, faults, agent_generation))
     registry.register("dcgm-hostengine", is_hostengine_pod, lambda p, c: HostengineWorkload(directory))
     registry.register("dynamo-planner", is_planner_pod, lambda p, c: PlannerWorkload(faults, planner_generation))
-    registry.register("cuda-context", uses_cuda, lambda p, c: CudaWorkload(directory))
+    registry.register("nvml-script", is_nvml_script_pod, lambda p, c: NvmlScriptWorkload(directory))
