@@ -72,8 +72,7 @@ class NodeConfig:
     name: str = DEFAULT_NODE_NAME
     gpu_count: int = 8
     labels: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_LABELS))
-    taints: list[dict] = field(default_factory=lambda: [
-        {"key": GPU_RESOURCE, "value": "present", "effect": "NoSchedule"}])
+    taints: list[dict] = field(default_factory=list)  # e.g. {"key": "nvidia.com/gpu", "effect": "NoSchedule"}
     cgroup_driver: str = "systemd"          # or "cgroupfs" (host.py renders both)
     cdi_mode: bool = True                   # Finding #7: concrete NVIDIA_VISIBLE_DEVICES rejected
     startup_delay: float = 2.0              # seconds from scheduling to Running/Ready
