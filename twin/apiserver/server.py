@@ -46,6 +46,7 @@ class ApiServer:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self.port = 0
+        self.extra_routes: list[web.RouteDef] = []  # twin-only endpoints (e.g. /twin/v1/faults), added before start
 
     @property
     def base_url(self) -> str:
@@ -90,6 +91,7 @@ class ApiServer:
         app = web.Application(client_max_size=self.max_body, middlewares=[self._errors])
         app["max_body"] = self.max_body
         app["watch_queues"] = set()
+        app.add_routes(self.extra_routes)  # before the catch-all, so they win
         app.router.add_route("*", "/{path:.*}", self._dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1)
         await self._runner.setup()
