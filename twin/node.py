@@ -155,11 +155,20 @@ class Node:
         self.allocator = allocator
 
     def visible_gpus(self, pod: dict, container: dict | None = None) -> tuple[str, ...]:
-        """GPUs a container sees: its plugin claim, or all of them with NVIDIA_VISIBLE_DEVICES=all."""
+        """GPUs a container sees: its device-plugin claim; else `NVIDIA_VISIBLE_DEVICES` — `all`
+        sees every GPU, and a list of UUIDs or indices sees those (outside CDI mode only; in CDI
+        mode the kubelet refuses such containers, Finding #7)."""
         containers = [container] if container is not None else (pod.get("spec") or {}).get("containers") or []
         claimed = self.allocator.claimed((pod.get("metadata") or {}).get("uid", ""))
         if claimed:
             return claimed
-        if any(env_value(c, "NVIDIA_VISIBLE_DEVICES") == "all" for c in containers):
+        values = [v for c in containers if (v := env_value(c, "NVIDIA_VISIBLE_DEVICES"))]
+        if "all" in values:
             return self.inventory.uuids
-        return ()
+        chosen: list[str] = []
+        for value in values if not self.config.cdi_mode else ():
+            for item in (x.strip() for x in value.split(",")):
+                uuid = self.inventory.uuid(int(item)) if item.isdigit() and int(item) < len(self.inventory) else item
+                if uuid in self.inventory.uuids and uuid not in chosen:
+                    chosen.append(uuid)
+        return tuple(sorted(chosen, key=self.inventory.index))

@@ -81,7 +81,11 @@ def apply_defaults(resource_key: str, obj: dict, rng: random.Random) -> None:
     elif resource_key in ("daemonsets.apps", "deployments.apps"):
         if resource_key == "deployments.apps":
             spec.setdefault("replicas", 1)
-        obj.setdefault("status", {})
+            obj.setdefault("status", {})
+        else:  # DaemonSetStatus has four required counters; a fresh DaemonSet has scheduled nothing yet
+            status = obj.setdefault("status", {})
+            for counter in ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"):
+                status.setdefault(counter, 0)
     elif resource_key == "serviceaccounts":
         pass
 

@@ -25,6 +25,8 @@ from .store import Store
 log = logging.getLogger(__name__)
 
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", patches.APPLY_PATCH)
+MAX_BODY_KEY = web.AppKey("max_body", int)
+WATCH_QUEUES_KEY = web.AppKey("watch_queues", set)
 MAX_WATCH_SECONDS = 1800.0  # a watch with no timeoutSeconds still ends, as on a real server
 
 
@@ -84,7 +86,7 @@ async def read_body(request: web.Request) -> Any:
     try:
         raw = await request.read()
     except web.HTTPRequestEntityTooLarge:
-        limit = request.app["max_body"]
+        limit = request.app[MAX_BODY_KEY]
         raise ApiError(413, f"Request entity too large: limit is {limit}", "RequestEntityTooLarge") from None
     if not raw.strip():
         raise bad_request("the body of the request was empty")
@@ -272,7 +274,7 @@ async def _watch(request: web.Request, store: Store, target: Target) -> web.Stre
         await resp.prepare(request)
         await resp.write(json.dumps({"type": "ERROR", "object": exc.status()}).encode() + b"\n")
         return resp
-    request.app["watch_queues"].add(queue)
+    request.app[WATCH_QUEUES_KEY].add(queue)
     try:
         await resp.prepare(request)
         deadline = loop.time() + timeout
@@ -288,5 +290,5 @@ async def _watch(request: web.Request, store: Store, target: Target) -> web.Stre
         pass
     finally:
         store.unwatch(watcher)
-        request.app["watch_queues"].discard(queue)
+        request.app[WATCH_QUEUES_KEY].discard(queue)
     return resp

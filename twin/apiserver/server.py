@@ -89,8 +89,8 @@ class ApiServer:
 
     async def _startup(self) -> None:
         app = web.Application(client_max_size=self.max_body, middlewares=[self._errors])
-        app["max_body"] = self.max_body
-        app["watch_queues"] = set()
+        app[rest.MAX_BODY_KEY] = self.max_body
+        app[rest.WATCH_QUEUES_KEY] = set()
         app.add_routes(self.extra_routes)  # before the catch-all, so they win
         app.router.add_route("*", "/{path:.*}", self._dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1)
@@ -101,7 +101,7 @@ class ApiServer:
         self._app = app
 
     async def _shutdown(self) -> None:
-        for queue in list(self._app["watch_queues"]):
+        for queue in list(self._app[rest.WATCH_QUEUES_KEY]):
             queue.put_nowait(None)
         if self._runner is not None:
             await self._runner.cleanup()
@@ -121,7 +121,7 @@ class ApiServer:
             return web.json_response(err.status(), status=500)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        path = request.path
+        path = request.path.rstrip("/") or "/"
         if path in ("/healthz", "/readyz", "/livez"):
             return web.Response(text="ok")
         if path == "/version":
