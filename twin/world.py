@@ -74,7 +74,6 @@ class AgentSpec(_Strict):
     memory_limit: str = "256Mi"
     namespace_restricted: bool = Field(False, description="pass --namespace (a Role instead of a ClusterRole)")
     dcgm_enforce: bool = True
-    startup_delay_seconds: float = Field(0.0, ge=0)
 
 
 class HostengineSpec(_Strict):
@@ -114,6 +113,7 @@ class OperatorSpec(_Strict):
 class Timing(_Strict):
     pod_startup_seconds: float = Field(2.0, ge=0)
     agent_tick_seconds: float = Field(15.0, gt=0, description="the contract fixes 15 s; change only to experiment")
+    worker_model_load_seconds: float = Field(20.0, ge=0, description="Dynamo worker start → CUDA contexts open")
 
 
 class World(_Strict):

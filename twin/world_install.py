@@ -85,7 +85,8 @@ class WorldInstaller:
         directory = DeviceDirectory()
         directory.add(devices)
         register_gpu_workloads(twin.workloads, directory, faults, world.agent.generation,
-                               world.operator.planner_generation, agent_tick_seconds=world.timing.agent_tick_seconds)
+                               world.operator.planner_generation, agent_tick_seconds=world.timing.agent_tick_seconds,
+                               worker_model_load_seconds=world.timing.worker_model_load_seconds)
         faults.subscribe(lambda switches: _mirror_node_switches(twin, switches))
         _mirror_node_switches(twin, faults.as_dict())
         twin.server.extra_routes.extend(aiohttp_routes(faults))
