@@ -231,3 +231,27 @@ def _position(data: Any, loc: list) -> tuple[int, int]:
 def profile(name: str) -> Path:
     """The path of a shipped world profile (`path-a`, `path-b`, …)."""
     return PROFILES_DIR / f"{name}.yaml"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m stepgraph.twin.world FILE…`: validate world files; 0 if all are good, else 2."""
+    import sys
+
+    paths = sys.argv[1:] if argv is None else argv
+    if not paths:
+        print("usage: python -m stepgraph.twin.world WORLD.yaml [...]", file=sys.stderr)
+        return 2
+    status = 0
+    for path in paths:
+        try:
+            world = load_world(path)
+        except WorldError as exc:
+            print(exc, file=sys.stderr)
+            status = 2
+        else:
+            print(f"{path}: ok — {world.name}: {len(world.nodes)} node(s), {len(world.dgds)} DGD(s)")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
