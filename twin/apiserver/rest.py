@@ -121,7 +121,8 @@ def check_kind(body: Any, target: Target) -> None:
 def _json(body: dict, status: int = 200, warnings: list[str] | None = None) -> web.Response:
     resp = web.json_response(body, status=status)
     for w in warnings or []:
-        resp.headers.add("Warning", f'299 - "{w}"')
+        escaped = w.replace('"', '\\"')
+        resp.headers.add("Warning", f'299 - "{escaped}"')
     return resp
 
 
