@@ -46,7 +46,9 @@ class ApiServer:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self.port = 0
-        self.extra_routes: list[web.RouteDef] = []  # twin-only endpoints (e.g. /twin/v1/faults), added before start
+        # aiohttp RouteDefs other parts of the twin mount beside the Kubernetes API (added
+        # before `start`; e.g. the GPU side's `/twin/v1/faults`).
+        self.extra_routes: list[web.AbstractRouteDef] = []
 
     @property
     def base_url(self) -> str:
@@ -91,7 +93,7 @@ class ApiServer:
         app = web.Application(client_max_size=self.max_body, middlewares=[self._errors])
         app[rest.MAX_BODY_KEY] = self.max_body
         app[rest.WATCH_QUEUES_KEY] = set()
-        app.add_routes(self.extra_routes)  # before the catch-all, so they win
+        app.router.add_routes(self.extra_routes)
         app.router.add_route("*", "/{path:.*}", self._dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1)
         await self._runner.setup()

@@ -6,8 +6,12 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from stepgraph.twin import pytest_plugin
 
-from stepgraph.twin.pytest_plugin import k8s, pytest_configure, twin  # noqa: F401 - fixtures
+# The plugin's fixtures and marker, without registering it as a global pytest plugin.
+twin = pytest_plugin.twin
+k8s = pytest_plugin.k8s
+pytest_configure = pytest_plugin.pytest_configure
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 

@@ -36,7 +36,7 @@ def test_malformed_bodies_are_400_bad_request(twin, body, ctype):
 
 
 def test_yaml_bodies_are_accepted(twin, core):
-    code, obj = raw(twin, "POST", CM, b"metadata:\n  name: from-yaml\ndata:\n  a: '1'\n", "application/yaml")
+    code, _ = raw(twin, "POST", CM, b"metadata:\n  name: from-yaml\ndata:\n  a: '1'\n", "application/yaml")
     assert code == 201 and core.read_namespaced_config_map("from-yaml", "default").data == {"a": "1"}
 
 
@@ -83,7 +83,7 @@ def test_unknown_resources_are_404_and_unsupported_verbs_405(twin):
 def test_exec_without_a_websocket_upgrade_is_400(twin, core, make_pod):
     core.create_namespaced_pod("default", make_pod("p"))
     twin.clock.sleep(3)
-    code, status = raw(twin, "POST", "/api/v1/namespaces/default/pods/p/exec?command=true", b"")
+    code, _ = raw(twin, "POST", "/api/v1/namespaces/default/pods/p/exec?command=true", b"")
     assert code == 400
 
 

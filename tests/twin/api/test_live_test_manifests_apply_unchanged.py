@@ -8,11 +8,7 @@ import re
 
 import pytest
 from kubernetes import utils
-
 from stepgraph.twin import Twin
-
-
-
 
 NS = "dynamo-power-test"
 WORKERS = {"vllm-dgd-a-prefill": 1, "vllm-dgd-a-decode": 1, "vllm-dgd-b-prefill": 2, "vllm-dgd-b-decode": 2,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from stepgraph.twin import NodeConfig
 from stepgraph.twin.workloads import Workload
 
