@@ -10,6 +10,7 @@ from collections import Counter
 
 import pytest
 from e2e_rig import ANNOTATION, TOPOLOGY, Cluster, family_sum
+from stepgraph.twin.world import World, load_world, profile
 
 LINE = re.compile(r"Annotated pod (\S+) with dynamo\.nvidia\.com/gpu-power-limit=(\d+)")
 EXPECTED = {("vllm-dgd-a", "prefill"): 350, ("vllm-dgd-a", "decode"): 325, ("vllm-dgd-b", "prefill"): 375,
@@ -106,5 +107,21 @@ def test_without_label_propagation_the_live_selectors_find_nothing():
     cluster = run(operator={"propagate_dgd_labels": False})
     try:
         assert workers(cluster) == []
+    finally:
+        cluster.close()
+
+
+def test_a_ninth_gpu_claim_stays_pending_and_the_rest_still_converge():
+    base = load_world(profile("path-a")).model_dump()
+    extra = {"name": "vllm-dgd-d", "mode": "agg", "decode": {"gpus": 1, "limit_watts": 310},
+             "total_gpu_power_limit": 400}
+    cluster = Cluster(World.model_validate({**base, "dgds": [*base["dgds"], extra]}))
+    try:
+        cluster.sleep(75)
+        (d_worker,) = cluster.api.list_namespaced_pod(
+            cluster.ns, label_selector="nvidia.com/dynamo-graph-deployment-name=vllm-dgd-d,"
+                                       "nvidia.com/dynamo-component-type=worker").items
+        assert d_worker.status.phase == "Pending"
+        assert Counter(cluster.nvml_caps().values()) == TOPOLOGY
     finally:
         cluster.close()
