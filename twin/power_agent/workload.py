@@ -50,9 +50,17 @@ def container_env(ctx: WorkloadContext) -> dict[str, str]:
     return env
 
 
+NON_ROOT_IMAGES = ("vllm-runtime",)  # images whose default user is not root (contract §7)
+
+
 def is_privileged(container: dict) -> bool:
-    sc = container.get("securityContext") or {}
-    return bool(sc.get("privileged")) or sc.get("runAsUser") == 0
+    """May this container write NVML power limits? Only as root: `privileged` alone is not enough
+    (the vllm-runtime user gets NoPermission even when privileged, §7). Without `runAsUser` the
+    image's default user decides: root, except for the known non-root images."""
+    user = (container.get("securityContext") or {}).get("runAsUser")
+    if user is not None:
+        return user == 0
+    return not any(name in str(container.get("image", "")) for name in NON_ROOT_IMAGES)
 
 
 def memory_limit_bytes(container: dict) -> int | None:
