@@ -95,6 +95,7 @@ class WorldInstaller:
         if not _exists(store, "namespaces", None, world.namespace):
             store.create("namespaces", None, world_objects.namespace(world))
         if world.hostengine.install:
+            store.create("services", world.namespace, world_objects.hostengine_service(world))
             store.create("daemonsets.apps", world.namespace, world_objects.hostengine_daemonset(world))
         if world.agent.install:
             store.create("daemonsets.apps", world.namespace, world_objects.agent_daemonset(world))

@@ -75,6 +75,23 @@ def memory_limit_bytes(container: dict) -> int | None:
     return int(float(text))
 
 
+LOOPBACK = ("localhost", "127.0.0.1")
+
+
+def hostengine_reachable(host: str, store: Any | None, own_namespace: str) -> bool:
+    """Does `--dcgm-host` name something that answers on this node? Loopback, or a Service
+    (`<svc>`, `<svc>.<ns>`, `<svc>.<ns>.svc[.cluster.local]`) that exists in the store."""
+    if host in LOOPBACK or store is None:
+        return True
+    parts = host.split(".")
+    namespace = parts[1] if len(parts) > 1 else own_namespace
+    try:
+        store.get("services", namespace, parts[0])
+    except Exception:  # noqa: BLE001 — ApiError 404: no such Service, no DNS answer
+        return False
+    return True
+
+
 def build_agent(
     cli: AgentCli,
     devices: NodeDevices,
@@ -86,6 +103,8 @@ def build_agent(
     visible: tuple[str, ...] | None = None,
     privileged: bool = True,
     state_path: str | None = None,
+    store: Any | None = None,
+    namespace: str = "default",
 ) -> PowerAgent:
     """Assemble a PowerAgent over a node's devices (used by the workload and by the tests)."""
     metrics = AgentMetrics(
@@ -96,7 +115,7 @@ def build_agent(
     if cli.actuator == "dcgm":
         def connect():
             engine = devices.hostengine
-            if engine is None:
+            if engine is None or not hostengine_reachable(cli.dcgm_host, store, namespace):
                 raise DcgmError(-21, f"unable to connect to hostengine at {cli.dcgm_host}:{cli.dcgm_port}")
             return engine.connect()
         actuator: NvmlActuator | DcgmActuator = DcgmActuator(connect, cli.dcgm_enforce, nvml, metrics, state, log)
@@ -142,6 +161,7 @@ class PowerAgentWorkload(Workload):
             self.agent = build_agent(
                 self.cli, devices, generation, self._pod_lister(ctx), ctx.host.cgroup, log, self.faults,
                 visible=ctx.gpus or None, privileged=is_privileged(ctx.container), state_path=state_path,
+                store=ctx.store, namespace=ctx.namespace,
             )
         except DcgmError as exc:  # no fallback to NVML: the container dies and is restarted
             log("ERROR", f"DCGM actuator init failed: {exc}")

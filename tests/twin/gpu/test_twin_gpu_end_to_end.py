@@ -265,3 +265,16 @@ def test_teardown_restore_pod_repairs_finding_10_only_as_root(path_b_dcgm):
     assert "NOTE: caps were left behind" in log and "FAILED" not in log and "RESULT: all GPUs at default" in log
     assert set(path_b_dcgm.board_caps().values()) == {400}
     assert path_b_dcgm.api.read_namespaced_pod("power-restore-final", path_b_dcgm.ns).status.phase == "Succeeded"
+
+
+def test_dcgm_agent_pointed_at_a_missing_service_crashes_instead_of_falling_back(path_b_dcgm):
+    ds = path_b_dcgm.twin.store.get("daemonsets.apps", path_b_dcgm.ns, "power-agent")
+    command = ds["spec"]["template"]["spec"]["containers"][0]["command"]
+    ds["spec"]["template"]["spec"]["containers"][0]["command"] = [
+        "--dcgm-host=nvidia-dcgm.gpu-operator.svc.cluster.local" if a.startswith("--dcgm-host=") else a for a in command]
+    path_b_dcgm.twin.store.replace("daemonsets.apps", path_b_dcgm.ns, "power-agent", ds)
+    path_b_dcgm.sleep(5)
+    pod = path_b_dcgm.agent_pod()
+    assert "DCGM actuator init failed" in path_b_dcgm.api.read_namespaced_pod_log(pod, path_b_dcgm.ns)
+    state = path_b_dcgm.api.read_namespaced_pod(pod, path_b_dcgm.ns).status.container_statuses[0].state
+    assert state.terminated is not None and state.terminated.exit_code == 1
