@@ -278,3 +278,27 @@ def test_dcgm_agent_pointed_at_a_missing_service_crashes_instead_of_falling_back
     assert "DCGM actuator init failed" in path_b_dcgm.api.read_namespaced_pod_log(pod, path_b_dcgm.ns)
     state = path_b_dcgm.api.read_namespaced_pod(pod, path_b_dcgm.ns).status.container_statuses[0].state
     assert state.terminated is not None and state.terminated.exit_code == 1
+
+
+def test_finding_4_spares_an_agent_with_the_256mi_limit():
+    cluster = Cluster("path-b", faults={"exec_oom_kills_agent": True})
+    try:
+        cluster.sleep(5)
+        assert cluster.exec(cluster.agent_pod(), ["python", "-c", "print('alive')"]) == ("alive\n", 0)
+    finally:
+        cluster.close()
+
+
+def test_same_seed_same_gpu_assignment_other_seed_may_differ():
+    def caps(seed):
+        cluster = Cluster("path-b", seed=seed)
+        try:
+            cluster.apply_stubs()
+            cluster.sleep(45)
+            return cluster.nvml_caps()
+        finally:
+            cluster.close()
+
+    first = caps(11)
+    assert caps(11) == first
+    assert any(caps(seed) != first for seed in (12, 13, 14))
