@@ -267,3 +267,11 @@ def test_policy_per_generation_on_one_gpu(rig, generation, raws, cap, counters):
     assert rig.caps()[1] == cap
     sums = bad_counter_sums(agent)
     assert {k: v for k, v in sums.items() if v} == counters
+
+
+def test_c4_every_tick_writes_every_busy_gpu_once(rig):
+    rig.topology()
+    agent = rig.agent()
+    for _ in range(5):
+        agent.reconcile_once()
+    assert sum(g.writes for g in rig.board.gpus) == 5 * 8
