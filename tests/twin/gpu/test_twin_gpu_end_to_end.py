@@ -302,3 +302,15 @@ def test_same_seed_same_gpu_assignment_other_seed_may_differ():
     first = caps(11)
     assert caps(11) == first
     assert any(caps(seed) != first for seed in (12, 13, 14))
+
+
+@pytest.mark.parametrize(("generation", "safe_defaults"), [("PA-9790", True), ("PA-optin", False), ("PA-late", False)])
+def test_an_unannotated_cuda_pod_trips_only_the_every_pod_generation(generation, safe_defaults):
+    cluster = Cluster("path-b", agent={"generation": generation})
+    try:
+        cluster.create_pod("someone-elses-job", gpus=1)
+        cluster.sleep(20)
+        assert (family_sum(cluster.scrape(), "safe_default_applied_total") > 0) is safe_defaults
+        assert (280 in cluster.nvml_caps().values()) is safe_defaults
+    finally:
+        cluster.close()
