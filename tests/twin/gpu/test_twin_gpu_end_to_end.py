@@ -314,3 +314,12 @@ def test_an_unannotated_cuda_pod_trips_only_the_every_pod_generation(generation,
         assert (280 in cluster.nvml_caps().values()) is safe_defaults
     finally:
         cluster.close()
+
+
+def test_e3_hostengine_restart_the_agent_reconnects_and_regroups(path_b_dcgm):
+    path_b_dcgm.api.delete_namespaced_pod(path_b_dcgm.hostengine_pod(), path_b_dcgm.ns, grace_period_seconds=0)
+    path_b_dcgm.sleep(35)
+    current = path_b_dcgm.dcgmi_caps("Current")
+    assert sorted(current) == list(range(2, 10)) and Counter(current.values()) == TOPOLOGY
+    assert any("reconnecting" in line for line in
+               path_b_dcgm.api.read_namespaced_pod_log(path_b_dcgm.agent_pod(), path_b_dcgm.ns).splitlines())
