@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.port and not 0 < args.port < 65536:
         return _fail(f"--port {args.port} is not a TCP port — use 1..65535 or 0 for a free one")
     done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):  # before the path is printed: callers may signal at once
+        signal.signal(sig, lambda *_: done.set())
     try:
         twin = build(args)
         twin.start()
@@ -75,8 +77,6 @@ def main(argv: list[str] | None = None) -> int:
             path = write_kubeconfig(args.kubeconfig, twin.base_url)
         print(path, flush=True)
         print(f"twin API server at {twin.base_url} (seed {twin.seed}); Ctrl-C to stop", file=sys.stderr, flush=True)
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: done.set())
         done.wait()
     finally:
         twin.stop()

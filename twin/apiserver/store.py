@@ -5,8 +5,8 @@ everything), `generation` (bumps when anything but metadata/status changes), `cr
 optimistic concurrency (stale resourceVersion → 409), deletion with grace periods and finalizers,
 namespace termination, and a bounded event history so a watch can resume from a resourceVersion.
 
-Two audiences: the HTTP layer (watchers get events pushed through a thread-safe `deliver`
-callable) and in-process components (kubelet, controllers, the GPU side) that `subscribe`.
+Two audiences: the HTTP layer (watchers, `watch.py`, get events pushed through a thread-safe
+`deliver` callable) and in-process components (kubelet, controllers, the GPU side) that `subscribe`.
 Subscribers run after the store's lock is released, in event order, on the mutating thread;
 events they cause are queued behind the current ones, so every subscriber sees one total order.
 """
@@ -25,47 +25,7 @@ from . import objects, patches, schemas
 from .errors import ApiError, already_exists, bad_request, conflict, invalid, not_found
 from .resources import ResourceType, ResourceTypes
 from .selectors import parse_field_selector, parse_label_selector
-
-Event = tuple[int, str, str, dict | None, dict | None]  # rv, resource key, type, old, new
-
-
-class Watcher:
-    """One open watch: filters events for its resource/namespace/selectors, hands them on."""
-
-    def __init__(self, rtype: ResourceType, namespace: str | None, labels: str | None, fields: str | None,
-                 version: str | None, deliver: Callable[[dict | None], None], out: Callable) -> None:
-        self.rtype, self.namespace, self.version = rtype, namespace, version
-        self._labels = parse_label_selector(labels)
-        self._fields = parse_field_selector(fields, rtype.plural)
-        self._deliver, self._out = deliver, out
-        self.closed = False
-
-    def _matches(self, obj: dict | None) -> bool:
-        if obj is None:
-            return False
-        md = obj["metadata"]
-        if self.namespace is not None and md.get("namespace") != self.namespace:
-            return False
-        return self._labels(md.get("labels") or {}) and self._fields(obj)
-
-    def offer(self, etype: str, old: dict | None, new: dict | None) -> None:
-        """Translate a change into what this watcher sees (selector entry/exit → ADDED/DELETED)."""
-        was, now = self._matches(old), self._matches(new)
-        if etype == "DELETED":
-            seen = "DELETED" if was else None
-        elif was and now:
-            seen = "MODIFIED"
-        elif now:
-            seen = "ADDED"
-        elif was:
-            seen = "DELETED"  # left the selection: a real server sends DELETED
-        else:
-            seen = None
-        if seen and not self.closed:
-            self._deliver({"type": seen, "object": self._out(self.rtype, new if new is not None else old, self.version)})
-
-    def close(self) -> None:
-        self.closed = True
+from .watch import Watcher, WatchHub
 
 
 class Store:
@@ -77,8 +37,7 @@ class Store:
         self._rng = rng
         self._objs: dict[str, dict[tuple[str, str], dict]] = {}
         self._rv = 1
-        self._history: deque[Event] = deque(maxlen=history)
-        self._watchers: set[Watcher] = set()
+        self._hub = WatchHub(history)
         self._subs: dict[str, list[Callable[[str, dict], None]]] = {}
         self._pending: deque[tuple[str, str, dict]] = deque()
         self._lock = threading.RLock()
@@ -404,10 +363,7 @@ class Store:
         self._record(etype, rtype, old, new)
 
     def _record(self, etype: str, rtype: ResourceType, old: dict | None, new: dict) -> None:
-        self._history.append((self._rv, rtype.key, etype, old, new))
-        for w in list(self._watchers):
-            if w.rtype.key == rtype.key:
-                self._offer(w, etype, old, new)
+        self._hub.record((self._rv, rtype.key, etype, old, new))
         self._pending.append((rtype.key, etype, new))
 
     def _drain(self) -> None:
@@ -442,34 +398,13 @@ class Store:
         rtype = self.rtype(resource)
         watcher = Watcher(rtype, namespace, label_selector, field_selector, version, deliver, self.out)
         with self._lock:
-            if resource_version in (None, "", "0"):
-                for (ns, _), obj in sorted(self._bucket(rtype).items()):
-                    watcher.offer("ADDED", None, obj)
-            else:
-                try:
-                    since = int(resource_version)
-                except ValueError:
-                    raise bad_request(f"invalid resource version: {resource_version!r}") from None
-                oldest = self._history[0][0] if self._history else self._rv + 1
-                if since < oldest - 1 and since < self._rv:
-                    raise ApiError(410, f"too old resource version: {since} ({oldest - 1})", "Expired")
-                for rv, key, etype, old, new in self._history:
-                    if rv > since and key == rtype.key:
-                        self._offer(watcher, etype, old, new)
-            self._watchers.add(watcher)
+            current = [obj for _, obj in sorted(self._bucket(rtype).items())]
+            self._hub.open(watcher, resource_version, current, self._rv)
         return watcher
 
-    @staticmethod
-    def _offer(watcher: Watcher, etype: str, old: dict | None, new: dict) -> None:
-        if etype == "DELETED":  # `new` is the last state; a DELETED has no "after"
-            watcher.offer("DELETED", new, None)
-        else:
-            watcher.offer(etype, old, new)
-
     def unwatch(self, watcher: Watcher) -> None:
-        watcher.close()
         with self._lock:
-            self._watchers.discard(watcher)
+            self._hub.close(watcher)
 
     # -- events ---------------------------------------------------------------------------
     def record_event(self, involved: dict, reason: str, message: str, *, type: str = "Normal",
