@@ -6,9 +6,13 @@ Kept apart from the store so the store only does bookkeeping (versions, events, 
 from __future__ import annotations
 
 import base64
+import copy
 import random
 import re
 from datetime import UTC, datetime
+
+from .errors import invalid
+from .resources import ResourceType
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -136,3 +140,49 @@ def pod_update_problems(old: dict, new: dict) -> list[tuple[str, str, str]]:
     if a != b:
         return [("FieldValueForbidden", "spec", _POD_UPDATE_RULE)]
     return []
+
+
+def updated(rtype: ResourceType, old: dict, body: dict, subresource: str | None) -> dict:
+    """The object an update would store: identity from `old`, spec/status per subresource."""
+    new = copy.deepcopy(body)
+    new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+    md = new.setdefault("metadata", {})
+    for k in ("uid", "creationTimestamp", "namespace", "name", "deletionTimestamp",
+              "deletionGracePeriodSeconds", "generation", "resourceVersion"):
+        if k in old["metadata"]:
+            md[k] = old["metadata"][k]
+        else:
+            md.pop(k, None)
+    has_status = "status" in rtype.subresources
+    if subresource == "status":
+        kept = copy.deepcopy(old)
+        kept["status"] = new.get("status", {})  # metadata and spec stay as they were, as on a real server
+        return kept
+    if has_status and "status" in old:
+        new["status"] = copy.deepcopy(old["status"])
+    elif has_status:
+        new.pop("status", None)
+    if rtype.key == "pods" and (problems := pod_update_problems(old, new)):
+        raise invalid(rtype.kind, rtype.group, md["name"], problems)
+    if md.get("deletionTimestamp") and len(md.get("finalizers") or []) > len(old["metadata"].get("finalizers") or []):
+        raise invalid(rtype.kind, rtype.group, md["name"], [(
+            "FieldValueForbidden", "metadata.finalizers",
+            "Forbidden: no new finalizers can be added if the object is being deleted")])
+    return new
+
+
+def event_body(involved: dict, reason: str, message: str, type: str, component: str, wall: float,
+               rng: random.Random) -> dict:
+    """A core/v1 Event about `involved`, as the kubelet or scheduler would post it."""
+    md = involved["metadata"]
+    ns = md.get("namespace") or "default"
+    now = timestamp(wall)
+    body = {"metadata": {"name": f"{md['name']}.{rng.getrandbits(64):016x}", "namespace": ns},
+            "involvedObject": {"kind": involved.get("kind"), "namespace": md.get("namespace"),
+                               "name": md["name"], "uid": md.get("uid"),
+                               "apiVersion": involved.get("apiVersion"),
+                               "resourceVersion": md.get("resourceVersion")},
+            "reason": reason, "message": message, "type": type, "count": 1,
+            "source": {"component": component}, "reportingComponent": component,
+            "firstTimestamp": now, "lastTimestamp": now}
+    return body

@@ -147,7 +147,7 @@ class Store:
             old = self._current(rtype, namespace if rtype.namespaced else None, name)
             if md.get("resourceVersion") not in (None, "", old["metadata"]["resourceVersion"]):
                 raise conflict(rtype.plural, rtype.group, name)
-            new = self._updated(rtype, old, body, subresource)
+            new = objects.updated(rtype, old, body, subresource)
             self._validate(rtype, new, version, strict, warnings)
             result = self._write(rtype, old, new)
         self._drain()
@@ -185,7 +185,7 @@ class Store:
                 raise conflict(rtype.plural, rtype.group, name)
             if patched["metadata"].get("name") != name:
                 raise bad_request(f"the name of the object ({patched['metadata'].get('name')}) does not match the name on the URL ({name})")
-            new = self._updated(rtype, old, patched, subresource)
+            new = objects.updated(rtype, old, patched, subresource)
             self._validate(rtype, new, version, strict, warnings)
             result = self._write(rtype, old, new)
         self._drain()
@@ -277,37 +277,6 @@ class Store:
         if ns_obj["metadata"].get("deletionTimestamp"):
             raise ApiError(403, f'{rtype.plural} "{name}" is forbidden: unable to create new content in namespace '
                                 f"{ns} because it is being terminated", "Forbidden", kind=rtype.plural, name=name)
-
-    def _updated(self, rtype: ResourceType, old: dict, body: dict, subresource: str | None) -> dict:
-        """The object an update would store: identity from `old`, spec/status per subresource."""
-        new = copy.deepcopy(body)
-        new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
-        md = new.setdefault("metadata", {})
-        for k in ("uid", "creationTimestamp", "namespace", "name", "deletionTimestamp",
-                  "deletionGracePeriodSeconds", "generation", "resourceVersion"):
-            if k in old["metadata"]:
-                md[k] = old["metadata"][k]
-            else:
-                md.pop(k, None)
-        has_status = "status" in rtype.subresources
-        if subresource == "status":
-            kept = copy.deepcopy(old)
-            kept["status"] = new.get("status", {})
-            if md.get("labels") is not None or md.get("annotations") is not None:
-                kept["metadata"]["labels"] = md.get("labels", old["metadata"].get("labels"))
-                kept["metadata"]["annotations"] = md.get("annotations", old["metadata"].get("annotations"))
-            return kept
-        if has_status and "status" in old:
-            new["status"] = copy.deepcopy(old["status"])
-        elif has_status:
-            new.pop("status", None)
-        if rtype.key == "pods" and (problems := objects.pod_update_problems(old, new)):
-            raise invalid(rtype.kind, rtype.group, md["name"], problems)
-        if md.get("deletionTimestamp") and len(md.get("finalizers") or []) > len(old["metadata"].get("finalizers") or []):
-            raise invalid(rtype.kind, rtype.group, md["name"], [(
-                "FieldValueForbidden", "metadata.finalizers",
-                "Forbidden: no new finalizers can be added if the object is being deleted")])
-        return new
 
     def _validate(self, rtype: ResourceType, obj: dict, version: str | None, strict: bool,
                   warnings: list[str] | None) -> None:
@@ -410,17 +379,8 @@ class Store:
     def record_event(self, involved: dict, reason: str, message: str, *, type: str = "Normal",
                      component: str = "twin") -> dict:
         """Create a core/v1 Event about `involved` in its namespace (or `default`)."""
-        md = involved["metadata"]
-        ns = md.get("namespace") or "default"
-        now = objects.timestamp(self.clock.wall())
-        body = {"metadata": {"name": f"{md['name']}.{self._rng.getrandbits(64):016x}", "namespace": ns},
-                "involvedObject": {"kind": involved.get("kind"), "namespace": md.get("namespace"),
-                                   "name": md["name"], "uid": md.get("uid"),
-                                   "apiVersion": involved.get("apiVersion"),
-                                   "resourceVersion": md.get("resourceVersion")},
-                "reason": reason, "message": message, "type": type, "count": 1,
-                "source": {"component": component}, "reportingComponent": component,
-                "firstTimestamp": now, "lastTimestamp": now}
+        ns = involved["metadata"].get("namespace") or "default"
+        body = objects.event_body(involved, reason, message, type, component, self.clock.wall(), self._rng)
         try:
             return self.create("events", ns, body)
         except ApiError:  # namespace terminating: events are best-effort, as on a real cluster
