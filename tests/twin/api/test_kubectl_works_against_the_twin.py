@@ -12,7 +12,7 @@ pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl
 
 
 def kubectl(twin, *args, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["kubectl", "--kubeconfig", str(twin.kubeconfig_path), *args], input=stdin,
+    return subprocess.run(["kubectl", "--kubeconfig", str(twin.kubeconfig_path), *args], check=False, input=stdin,
                           capture_output=True, text=True, timeout=60)
 
 
