@@ -158,8 +158,7 @@ class ApiServer:
             if request.method != "GET":
                 raise ApiError(405, f"{request.method} is not supported on pods/log", "MethodNotAllowed")
             pod = self.store.get("pods", ns, target.name)
-            body = podio.logs_text(self.runtime, pod, request.query, self.store.clock.wall())
-            return web.Response(body=body, content_type="text/plain")
+            return await podio.handle_log(request, self.runtime, pod, self.store.clock.wall())
         if target.sub in ("exec", "attach"):
             if target.sub == "attach":
                 raise bad_request("attach is not supported by the twin; use exec")
