@@ -118,3 +118,18 @@ def test_deleting_the_crd_removes_its_resources_and_endpoint(ext, custom, crd):
     assert err.value.status == 404
     ext.create_custom_resource_definition(dgd_crd())
     assert custom.list_namespaced_custom_object(GROUP, "v1alpha1", "default", PLURAL)["items"] == []
+
+
+def test_dynamic_client_discovers_the_kind_in_both_versions(k8s, crd):
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+    dc = DynamicClient(k8s)
+    for version in ("v1alpha1", "v1beta1"):
+        res = dc.resources.get(api_version=f"{GROUP}/{version}", kind="DynamoGraphDeployment")
+        assert res.name == PLURAL and res.namespaced
+    res = dc.resources.get(api_version=f"{GROUP}/v1beta1", kind="DynamoGraphDeployment")
+    res.create(body=dgd("via-dynamic", version="v1beta1"), namespace="default")
+    assert res.get(name="via-dynamic", namespace="default").metadata.name == "via-dynamic"
+    with pytest.raises(ResourceNotFoundError):
+        dc.resources.get(api_version="example.com/v1", kind="Widget")
