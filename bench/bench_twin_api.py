@@ -16,7 +16,6 @@ import time
 import tracemalloc
 
 from kubernetes import client, watch
-
 from stepgraph.twin import Twin
 
 
