@@ -118,6 +118,10 @@ class Kubelet:
         self._patch_status(rec, {"phase": "Running", **self._container_status(rec, pod, ready=True)})
         for c in rec.containers.values():
             if c.workload is not None and c.ctx is not None and c.state == "running":
+                image = c.ctx.container.get("image", "")
+                self.store.record_event(pod, "Pulled", f'Container image "{image}" already present on machine',
+                                        component=KUBELET)
+                self.store.record_event(pod, "Created", f"Created container {c.name}", component=KUBELET)
                 self.store.record_event(pod, "Started", f"Started container {c.name}", component=KUBELET)
                 c.workload.start(c.ctx)
 

@@ -52,6 +52,43 @@ def name_problems(resource_key: str, name: str) -> list[tuple[str, str, str]]:
     return []
 
 
+_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_VALUE_RULE = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+               "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+               "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+_KEY_RULE = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+             "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation "
+             "is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+
+
+def _key_ok(key: str) -> bool:
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+        return False
+    return 0 < len(name) <= 63 and bool(_QUALIFIED.match(name))
+
+
+def metadata_problems(md: dict) -> list[tuple[str, str, str]]:
+    """422 causes for label keys/values and annotation keys/size a real server would refuse."""
+    causes = []
+    for key, value in (md.get("labels") or {}).items():
+        if not _key_ok(str(key)):
+            causes.append(("FieldValueInvalid", "metadata.labels", f'Invalid value: "{key}": {_KEY_RULE}'))
+        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+            causes.append(("FieldValueInvalid", "metadata.labels", f'Invalid value: "{value}": {_VALUE_RULE}'))
+    annotations = md.get("annotations") or {}
+    for key in annotations:
+        if not _key_ok(str(key)):
+            causes.append(("FieldValueInvalid", "metadata.annotations", f'Invalid value: "{key}": {_KEY_RULE}'))
+    size = sum(len(str(k)) + len(str(v)) for k, v in annotations.items())
+    if size > MAX_ANNOTATIONS_BYTES:
+        causes.append(("FieldValueTooLong", "metadata.annotations",
+                       f"Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes"))
+    return causes
+
+
 def generate_name(prefix: str, rng: random.Random) -> str:
     alphabet = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's suffix alphabet (no vowels)
     return prefix[:58] + "".join(rng.choice(alphabet) for _ in range(5))

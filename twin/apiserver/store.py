@@ -18,11 +18,11 @@ import json
 import random
 import threading
 import uuid as uuidlib
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from . import objects, patches, schemas
+from .dispatch import Dispatcher
 from .errors import ApiError, already_exists, bad_request, conflict, invalid, not_found
 from .resources import ResourceType, ResourceTypes
 from .selectors import parse_field_selector, parse_label_selector
@@ -39,11 +39,8 @@ class Store:
         self._objs: dict[str, dict[tuple[str, str], dict]] = {}
         self._rv = 1
         self._hub = WatchHub(history)
-        self._subs: dict[str, list[Callable[[str, dict], None]]] = {}
-        self._pending: deque[tuple[str, str, dict]] = deque()
         self._lock = threading.RLock()
-        self._dispatch = threading.RLock()
-        self._dispatching = threading.local()
+        self._dispatcher = Dispatcher(self._lock)
         # Extra write checks per resource key: fn(new, old) → 422 causes (CRD names, Twin II rules).
         self.admission: dict[str, list[Callable[[dict, dict | None], list[tuple[str, str, str]]]]] = {}
 
@@ -91,12 +88,8 @@ class Store:
                           label_selector: str | None = None, field_selector: str | None = None,
                           version: str | None = None) -> tuple[list[dict], str]:
         rtype = self.rtype(resource)
-        labels = parse_label_selector(label_selector)
-        fields = parse_field_selector(field_selector, rtype.plural)
         with self._lock:
-            items = [self.out(rtype, o, version) for (ns, _), o in sorted(self._bucket(rtype).items())
-                     if (namespace is None or ns == namespace)
-                     and labels(o["metadata"].get("labels") or {}) and fields(o)]
+            items = [self.out(rtype, o, version) for o in self._matching(rtype, namespace, label_selector, field_selector)]
             return items, str(self._rv)
 
     def list_json(self, resource: str | ResourceType, namespace: str | None = None, *,
@@ -104,18 +97,23 @@ class Store:
         """Like `list_with_version`, but each item already JSON-encoded without kind/apiVersion (as
         list items are served): no deep copies, which is what makes large LISTs cheap."""
         rtype = self.rtype(resource)
-        labels = parse_label_selector(label_selector)
-        fields = parse_field_selector(field_selector, rtype.plural)
         with self._lock:
             items = [json.dumps({k: v for k, v in o.items() if k not in ("kind", "apiVersion")})
-                     for (ns, _), o in sorted(self._bucket(rtype).items())
-                     if (namespace is None or ns == namespace)
-                     and labels(o["metadata"].get("labels") or {}) and fields(o)]
+                     for o in self._matching(rtype, namespace, label_selector, field_selector)]
             return items, str(self._rv)
+
+    def _matching(self, rtype: ResourceType, namespace: str | None, label_selector: str | None,
+                  field_selector: str | None) -> list[dict]:
+        labels = parse_label_selector(label_selector)
+        fields = parse_field_selector(field_selector, rtype.plural)
+        return [o for (ns, _), o in sorted(self._bucket(rtype).items())
+                if (namespace is None or ns == namespace) and labels(o["metadata"].get("labels") or {}) and fields(o)]
 
     # -- writes ---------------------------------------------------------------------------
     def create(self, resource: str | ResourceType, namespace: str | None, body: dict, *,
-               version: str | None = None, strict: bool = False, warnings: list[str] | None = None) -> dict:
+               version: str | None = None, strict: bool = False, warnings: list[str] | None = None,
+               dry_run: bool = False) -> dict:
+        """Create; `dry_run` runs every check and default and stores nothing (`?dryRun=All`)."""
         rtype = self.rtype(resource)
         if not isinstance(body, dict):
             raise bad_request("the body of the request was in an unknown format")
@@ -145,13 +143,15 @@ class Store:
             if "spec" in obj:
                 md["generation"] = 1
             obj["apiVersion"], obj["kind"] = rtype.api_version(version), rtype.kind
+            if dry_run:
+                return self.out(rtype, obj, version)
             self._commit(rtype, "ADDED", None, obj)
         self._drain()
         return self.out(rtype, obj, version)
 
     def replace(self, resource: str | ResourceType, namespace: str | None, name: str, body: dict, *,
                 subresource: str | None = None, version: str | None = None, strict: bool = False,
-                warnings: list[str] | None = None) -> dict:
+                warnings: list[str] | None = None, dry_run: bool = False) -> dict:
         rtype = self.rtype(resource)
         if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict):
             raise bad_request("the body of the request was in an unknown format")
@@ -164,35 +164,33 @@ class Store:
                 raise conflict(rtype.plural, rtype.group, name)
             new = objects.updated(rtype, old, body, subresource)
             self._validate(rtype, new, version, strict, warnings)
+            if dry_run:
+                return self.out(rtype, new, version)
             result = self._write(rtype, old, new)
         self._drain()
         return self.out(rtype, result, version) if result else self.out(rtype, new, version)
 
     def patch(self, resource: str | ResourceType, namespace: str | None, name: str, patch: Any, *,
               patch_type: str = "merge", subresource: str | None = None, version: str | None = None,
-              strict: bool = False, warnings: list[str] | None = None) -> dict:
+              strict: bool = False, warnings: list[str] | None = None, dry_run: bool = False) -> dict:
+        """Patch with one of `merge`, `strategic`, `json`, `apply` (or their content types); an
+        apply patch of a missing object creates it, as server-side apply does."""
         rtype = self.rtype(resource)
         kind = {"merge": patches.MERGE_PATCH, "strategic": patches.STRATEGIC_PATCH,
                 "json": patches.JSON_PATCH, "apply": patches.APPLY_PATCH}.get(patch_type, patch_type)
         with self._lock:
-            old = self._current(rtype, namespace if rtype.namespaced else None, name)
+            ns = namespace if rtype.namespaced else None
+            if kind == patches.APPLY_PATCH and (ns or "", name) not in self._bucket(rtype) and subresource is None:
+                body = patch if isinstance(patch, dict) else {}
+                if (body.get("metadata") or {}).get("name") not in (None, name):
+                    raise bad_request(f"the name of the object ({body['metadata']['name']}) does not match the name on the URL ({name})")
+                body = {**body, "metadata": {**(body.get("metadata") or {}), "name": name}}
+                return self.create(rtype, namespace, body, version=version, strict=strict, warnings=warnings,
+                                   dry_run=dry_run)
+            old = self._current(rtype, ns, name)
             current = self.out(rtype, old, version)
-            if kind == patches.JSON_PATCH:
-                patched = patches.json_patch(current, patch)
-            elif kind == patches.STRATEGIC_PATCH:
-                if not rtype.builtin:
-                    raise ApiError(415, f"the body of the request was in an unknown format - accepted media types "
-                                        f"include: {patches.JSON_PATCH}, {patches.MERGE_PATCH}, {patches.APPLY_PATCH}",
-                                   "UnsupportedMediaType")
-                patched = patches.strategic_merge_patch(current, patch, schemas.kind_schema(
-                    rtype.group, version or rtype.storage_version, rtype.kind))
-            elif kind in (patches.MERGE_PATCH, patches.APPLY_PATCH):
-                if not isinstance(patch, dict):
-                    raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
-                patched = patches.merge_patch(current, patch)
-            else:
-                raise ApiError(415, f"the body of the request was in an unknown format - accepted media types "
-                                    f"include: {', '.join(patches.PATCH_TYPES)}", "UnsupportedMediaType")
+            patched = patches.apply(kind, current, patch, builtin=rtype.builtin, schema=schemas.kind_schema(
+                rtype.group, version or rtype.storage_version, rtype.kind) if rtype.builtin else None)
             if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
                 raise ApiError(422, "the patch removed the object's metadata", "Invalid")
             rv = patched["metadata"].get("resourceVersion")
@@ -202,13 +200,15 @@ class Store:
                 raise bad_request(f"the name of the object ({patched['metadata'].get('name')}) does not match the name on the URL ({name})")
             new = objects.updated(rtype, old, patched, subresource)
             self._validate(rtype, new, version, strict, warnings)
+            if dry_run:
+                return self.out(rtype, new, version)
             result = self._write(rtype, old, new)
         self._drain()
         return self.out(rtype, result or new, version)
 
     def delete(self, resource: str | ResourceType, namespace: str | None, name: str, *,
                grace_period_seconds: int | None = None, preconditions: dict | None = None,
-               version: str | None = None) -> tuple[dict, bool]:
+               version: str | None = None, dry_run: bool = False) -> tuple[dict, bool]:
         """Delete; returns (the object as last seen, whether it is gone already)."""
         rtype = self.rtype(resource)
         with self._lock:
@@ -218,6 +218,8 @@ class Store:
             if pre.get("uid") not in (None, obj["metadata"]["uid"]) or \
                     pre.get("resourceVersion") not in (None, obj["metadata"]["resourceVersion"]):
                 raise ApiError(409, f'Precondition failed for {rtype.plural} "{name}"', "Conflict")
+            if dry_run:
+                return self.out(rtype, obj, version), False
             gone = self._delete_locked(rtype, obj, grace_period_seconds)
             last = self.out(rtype, obj, version)
         self._drain()
@@ -303,6 +305,7 @@ class Store:
         else:
             causes, unknown = [], []
         name = obj["metadata"].get("name", "")
+        causes = causes + objects.metadata_problems(obj["metadata"])
         for check in self.admission.get(rtype.key, ()):
             causes = causes + check(obj, self._bucket(rtype).get((obj["metadata"].get("namespace", ""), name)))
         if causes:
@@ -348,32 +351,19 @@ class Store:
 
     def _record(self, etype: str, rtype: ResourceType, old: dict | None, new: dict) -> None:
         self._hub.record((self._rv, rtype.key, etype, old, new))
-        self._pending.append((rtype.key, etype, new))
+        self._dispatcher.queue(rtype.key, etype, new)
 
     def _drain(self) -> None:
-        """Run subscribers for queued events, in order; nested writes queue behind."""
-        if getattr(self._dispatching, "active", False):
-            return
-        with self._dispatch:
-            self._dispatching.active = True
-            try:
-                while True:
-                    with self._lock:
-                        if not self._pending:
-                            return
-                        key, etype, obj = self._pending.popleft()
-                        subs = list(self._subs.get(key, ()))
-                        rtype = self.types.by_key(key)
-                    for fn in subs:
-                        fn(etype, self.out(rtype, obj) if rtype else copy.deepcopy(obj))
-            finally:
-                self._dispatching.active = False
+        self._dispatcher.drain(self._render)
+
+    def _render(self, key: str, obj: dict) -> dict:
+        rtype = self.types.by_key(key)
+        return self.out(rtype, obj) if rtype else copy.deepcopy(obj)
 
     # -- subscriptions and watches -----------------------------------------------------------
     def subscribe(self, resource: str, fn: Callable[[str, dict], None]) -> Callable[[], None]:
-        with self._lock:
-            self._subs.setdefault(resource, []).append(fn)
-        return lambda: self._subs.get(resource, []).remove(fn) if fn in self._subs.get(resource, []) else None
+        """Call `fn(event_type, obj)` after every change to `resource` (see dispatch.py)."""
+        return self._dispatcher.subscribe(resource, fn)
 
     def watch(self, resource: str | ResourceType, namespace: str | None, *, label_selector: str | None = None,
               field_selector: str | None = None, resource_version: str | None = None,
