@@ -17,7 +17,7 @@ from aiohttp import web
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from . import discovery, patches
+from . import discovery, patches, tables
 from .errors import ApiError, bad_request, method_not_allowed, resource_missing
 from .resources import SUBRESOURCE_VERBS, ResourceType
 from .store import Store
@@ -147,6 +147,13 @@ async def handle_resource(request: web.Request, store: Store, target: Target) ->
     dry_run = _dry_run(q)
     warnings: list[str] = []
     rt, ns, name, version = target.rtype, target.namespace, target.name, target.version
+    if verb in ("get", "list") and tables.wants_table(request.headers.get("Accept", "")):
+        if verb == "get":
+            items, rv = [store.get(rt, ns, name, version=version)], store.resource_version
+        else:
+            items, rv = store.list_with_version(rt, ns, label_selector=q.get("labelSelector"),
+                                                field_selector=q.get("fieldSelector"), version=version)
+        return _json(tables.table(rt, items, rv, store.clock.wall(), rt.printer_columns.get(version)))
     if verb == "get":
         return _json(store.get(rt, ns, name, version=version))
     if verb == "list":
