@@ -65,6 +65,7 @@ class Kubelet:
         self.store, self.node, self.clock, self.registry = store, node, clock, registry
         self._rng = rng
         self._pods: dict[str, PodRecord] = {}
+        self._ips: dict[str, str] = {}  # pod uid → pod IP, unique while the pod lives
         store.subscribe("pods", self._on_pod)
 
     # -- events ---------------------------------------------------------------------------
@@ -97,11 +98,18 @@ class Kubelet:
                                      "message": f"Allocate failed due to requested number of devices unavailable for "
                                                 f"{GPU_RESOURCE}. Requested: {wanted}, Available: {free}, which is unexpected"})
             return
-        self._patch_status(rec, {"hostIP": "10.224.0.4", "podIP": f"10.244.{self._rng.randint(0, 255)}.{self._rng.randint(2, 254)}",
+        self._patch_status(rec, {"hostIP": "10.224.0.4", "podIP": self._pod_ip(rec.uid),
                                  "startTime": timestamp(self.clock.wall()), "qosClass": qos_class_of(pod),
                                  **self._container_status(rec, pod, ready=False)})
         delay = self.node.config.startup_delay + self.node.config.image_pull_delay
         rec.timers.append(self.clock.call_later(delay, lambda: self._start(rec.uid)))
+
+    def _pod_ip(self, uid: str) -> str:
+        taken = set(self._ips.values())
+        while (ip := f"10.244.{self._rng.randint(0, 255)}.{self._rng.randint(2, 254)}") in taken:
+            pass
+        self._ips[uid] = ip
+        return ip
 
     def _start(self, uid: str) -> None:
         rec = self._pods.get(uid)
@@ -218,6 +226,7 @@ class Kubelet:
 
     def _cleanup(self, uid: str) -> None:
         rec = self._pods.pop(uid, None)
+        self._ips.pop(uid, None)
         if rec is not None:
             self._end_followers(rec)
             for t in rec.timers:
