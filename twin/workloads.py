@@ -80,6 +80,7 @@ class WorkloadContext:
     log: Callable[[str], None]        # append one line to the container's log (served by /log)
     exit: Callable[[int], None]       # end the container with this exit code
     processes: list = field(default_factory=list)  # HostProcess objects the kubelet spawned
+    set_ready: Callable[[bool], None] = lambda ready: None  # readiness, as a readiness probe reports it
 
     @property
     def namespace(self) -> str:
@@ -101,13 +102,20 @@ class WorkloadContext:
 
 
 class Workload:
-    """Base workload: runs until stopped; exec knows nothing (127); no HTTP."""
+    """Base workload: runs until stopped; exec knows nothing (127); no HTTP.
+
+    `ready_on_start = False` keeps the container not Ready (pod `Ready=False`) until the workload
+    calls `ctx.set_ready(True)` — e.g. once a model has loaded.  `stop` may return the seconds it
+    needs to finish after SIGTERM (capped by the grace period); None means at once.
+    """
+
+    ready_on_start: bool = True
 
     def start(self, ctx: WorkloadContext) -> None:
         pass
 
-    def stop(self, ctx: WorkloadContext, graceful: bool) -> None:
-        pass
+    def stop(self, ctx: WorkloadContext, graceful: bool) -> float | None:
+        return None
 
     def exec(self, ctx: WorkloadContext, argv: list[str], stdin: bytes | None) -> ExecResult:
         return not_found(argv)
