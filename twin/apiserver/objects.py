@@ -1,0 +1,223 @@
+"""Object rules the API server applies on write → name checks, defaults, immutable fields.
+
+Kept apart from the store so the store only does bookkeeping (versions, events, deletion).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import random
+import re
+from datetime import UTC, datetime
+
+from .errors import invalid
+from .resources import ResourceType
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Kinds whose names must be a DNS-1123 *label* (63 chars, no dots), as on a real server.
+LABEL_NAMED = {"namespaces", "services"}
+_LABEL_RULE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+    "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+_SUBDOMAIN_RULE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+_POD_UPDATE_RULE = (
+    "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
+    "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to "
+    "existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was "
+    "previously negative)")
+
+
+def timestamp(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def name_problems(resource_key: str, name: str) -> list[tuple[str, str, str]]:
+    """422 causes for a bad `metadata.name` (empty list when it is fine)."""
+    if not name:
+        return [("FieldValueRequired", "metadata.name", "Required value: name or generateName is required")]
+    if resource_key in LABEL_NAMED:
+        if len(name) > 63 or not DNS1123_LABEL.match(name):
+            return [("FieldValueInvalid", "metadata.name", f'Invalid value: "{name}": {_LABEL_RULE}')]
+        return []
+    if resource_key == "customresourcedefinitions.apiextensions.k8s.io":
+        return []  # checked against spec.names by the CRD logic
+    if len(name) > 253 or not DNS1123_SUBDOMAIN.match(name):
+        return [("FieldValueInvalid", "metadata.name", f'Invalid value: "{name}": {_SUBDOMAIN_RULE}')]
+    return []
+
+
+_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_VALUE_RULE = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+               "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+               "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+_KEY_RULE = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+             "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation "
+             "is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+
+
+def _key_ok(key: str) -> bool:
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+        return False
+    return 0 < len(name) <= 63 and bool(_QUALIFIED.match(name))
+
+
+def metadata_problems(md: dict) -> list[tuple[str, str, str]]:
+    """422 causes for label keys/values and annotation keys/size a real server would refuse."""
+    causes = []
+    for key, value in (md.get("labels") or {}).items():
+        if not _key_ok(str(key)):
+            causes.append(("FieldValueInvalid", "metadata.labels", f'Invalid value: "{key}": {_KEY_RULE}'))
+        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+            causes.append(("FieldValueInvalid", "metadata.labels", f'Invalid value: "{value}": {_VALUE_RULE}'))
+    annotations = md.get("annotations") or {}
+    for key in annotations:
+        if not _key_ok(str(key)):
+            causes.append(("FieldValueInvalid", "metadata.annotations", f'Invalid value: "{key}": {_KEY_RULE}'))
+    size = sum(len(str(k)) + len(str(v)) for k, v in annotations.items())
+    if size > MAX_ANNOTATIONS_BYTES:
+        causes.append(("FieldValueTooLong", "metadata.annotations",
+                       f"Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes"))
+    return causes
+
+
+def generate_name(prefix: str, rng: random.Random) -> str:
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"  # the apiserver's suffix alphabet (no vowels)
+    return prefix[:58] + "".join(rng.choice(alphabet) for _ in range(5))
+
+
+def apply_defaults(resource_key: str, obj: dict, rng: random.Random) -> None:
+    """Fill the fields a real API server defaults on create."""
+    spec = obj.setdefault("spec", {}) if resource_key in _HAS_SPEC else obj.get("spec")
+    if resource_key == "pods":
+        _default_pod(obj, spec)
+    elif resource_key == "namespaces":
+        spec.setdefault("finalizers", ["kubernetes"])
+        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+        obj["status"] = {"phase": "Active"}
+    elif resource_key == "secrets":
+        string_data = obj.pop("stringData", None) or {}
+        data = obj.setdefault("data", {}) or {}
+        for k, v in string_data.items():
+            data[k] = base64.b64encode(str(v).encode()).decode()
+        obj["data"] = data
+        obj.setdefault("type", "Opaque")
+    elif resource_key == "services":
+        spec.setdefault("type", "ClusterIP")
+        if spec.get("clusterIP") is None:
+            spec["clusterIP"] = f"10.96.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
+        spec.setdefault("clusterIPs", [spec["clusterIP"]])
+        for port in spec.get("ports") or []:
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+        spec.setdefault("sessionAffinity", "None")
+    elif resource_key in ("daemonsets.apps", "deployments.apps"):
+        if resource_key == "deployments.apps":
+            spec.setdefault("replicas", 1)
+            obj.setdefault("status", {})
+        else:  # DaemonSetStatus has four required counters; a fresh DaemonSet has scheduled nothing yet
+            status = obj.setdefault("status", {})
+            for counter in ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"):
+                status.setdefault(counter, 0)
+
+
+_HAS_SPEC = {"pods", "namespaces", "services", "daemonsets.apps", "deployments.apps",
+             "customresourcedefinitions.apiextensions.k8s.io"}
+
+
+def _default_pod(obj: dict, spec: dict) -> None:
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("serviceAccountName", "default")
+    spec.setdefault("serviceAccount", spec["serviceAccountName"])
+    spec.setdefault("securityContext", {})
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("priority", 0)
+    for c in spec.get("containers") or []:
+        image = c.get("image", "")
+        tag = image.rsplit("/", 1)[-1]
+        pull = "Always" if (":" not in tag or tag.endswith(":latest")) and "@" not in image else "IfNotPresent"
+        c.setdefault("imagePullPolicy", pull)
+        c.setdefault("terminationMessagePath", "/dev/termination-log")
+        c.setdefault("terminationMessagePolicy", "File")
+        c.setdefault("resources", {})
+        res = c["resources"]
+        if res.get("limits") and not res.get("requests"):
+            res["requests"] = dict(res["limits"])  # requests default to limits
+    status = obj.setdefault("status", {})
+    status.setdefault("phase", "Pending")
+
+
+# Pod spec fields that may change after creation (everything else is immutable).
+_MUTABLE_POD_SPEC = {"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"}
+
+
+def pod_update_problems(old: dict, new: dict) -> list[tuple[str, str, str]]:
+    """422 causes when an update changes an immutable part of a pod's spec."""
+    a, b = dict(old.get("spec") or {}), dict(new.get("spec") or {})
+    for spec in (a, b):
+        for k in _MUTABLE_POD_SPEC:
+            spec.pop(k, None)
+        spec["containers"] = [{k: v for k, v in c.items() if k != "image"} for c in spec.get("containers") or []]
+    if a.get("nodeName") is None:
+        b.pop("nodeName", None)  # binding sets it once
+        a.pop("nodeName", None)
+    if a != b:
+        return [("FieldValueForbidden", "spec", _POD_UPDATE_RULE)]
+    return []
+
+
+def updated(rtype: ResourceType, old: dict, body: dict, subresource: str | None) -> dict:
+    """The object an update would store: identity from `old`, spec/status per subresource."""
+    new = copy.deepcopy(body)
+    new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+    md = new.setdefault("metadata", {})
+    for k in ("uid", "creationTimestamp", "namespace", "name", "deletionTimestamp",
+              "deletionGracePeriodSeconds", "generation", "resourceVersion"):
+        if k in old["metadata"]:
+            md[k] = old["metadata"][k]
+        else:
+            md.pop(k, None)
+    has_status = "status" in rtype.subresources
+    if subresource == "status":
+        kept = copy.deepcopy(old)
+        kept["status"] = new.get("status", {})  # metadata and spec stay as they were, as on a real server
+        return kept
+    if has_status and "status" in old:
+        new["status"] = copy.deepcopy(old["status"])
+    elif has_status:
+        new.pop("status", None)
+    if rtype.key == "pods" and (problems := pod_update_problems(old, new)):
+        raise invalid(rtype.kind, rtype.group, md["name"], problems)
+    if md.get("deletionTimestamp") and len(md.get("finalizers") or []) > len(old["metadata"].get("finalizers") or []):
+        raise invalid(rtype.kind, rtype.group, md["name"], [(
+            "FieldValueForbidden", "metadata.finalizers",
+            "Forbidden: no new finalizers can be added if the object is being deleted")])
+    return new
+
+
+def event_body(involved: dict, reason: str, message: str, type: str, component: str, wall: float,
+               rng: random.Random) -> dict:
+    """A core/v1 Event about `involved`, as the kubelet or scheduler would post it."""
+    md = involved["metadata"]
+    ns = md.get("namespace") or "default"
+    now = timestamp(wall)
+    body = {"metadata": {"name": f"{md['name']}.{rng.getrandbits(64):016x}", "namespace": ns},
+            "involvedObject": {"kind": involved.get("kind"), "namespace": md.get("namespace"),
+                               "name": md["name"], "uid": md.get("uid"),
+                               "apiVersion": involved.get("apiVersion"),
+                               "resourceVersion": md.get("resourceVersion")},
+            "reason": reason, "message": message, "type": type, "count": 1,
+            "source": {"component": component}, "reportingComponent": component,
+            "firstTimestamp": now, "lastTimestamp": now}
+    return body

@@ -1,0 +1,392 @@
+"""API objects → versioned, watchable state: the one place objects are created, changed and removed.
+
+Bookkeeping a real API server does and clients rely on: `uid`, `resourceVersion` (one counter for
+everything), `generation` (bumps when anything but metadata/status changes), `creationTimestamp`,
+optimistic concurrency (stale resourceVersion → 409), deletion with grace periods and finalizers,
+namespace termination, and a bounded event history so a watch can resume from a resourceVersion.
+
+Two audiences: the HTTP layer (watchers, `watch.py`, get events pushed through a thread-safe
+`deliver` callable) and in-process components (kubelet, controllers, the GPU side) that `subscribe`.
+Subscribers run after the store's lock is released, in event order, on the mutating thread;
+events they cause are queued behind the current ones, so every subscriber sees one total order.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import threading
+import uuid as uuidlib
+from collections.abc import Callable
+from typing import Any
+
+from . import objects, patches, schemas
+from .dispatch import Dispatcher
+from .errors import ApiError, already_exists, bad_request, conflict, invalid, not_found
+from .resources import ResourceType, ResourceTypes
+from .selectors import parse_field_selector, parse_label_selector
+from .watch import Watcher, WatchHub
+
+
+class Store:
+    """All objects of the twin cluster; thread-safe."""
+
+    def __init__(self, types: ResourceTypes, clock: Any, rng: random.Random, history: int = 20_000) -> None:
+        self.types = types
+        self.clock = clock
+        self._rng = rng
+        self._objs: dict[str, dict[tuple[str, str], dict]] = {}
+        self._rv = 1
+        self._hub = WatchHub(history)
+        self._lock = threading.RLock()
+        self._dispatcher = Dispatcher(self._lock)
+        # Extra write checks per resource key: fn(new, old) → 422 causes (CRD names, Twin II rules).
+        self.admission: dict[str, list[Callable[[dict, dict | None], list[tuple[str, str, str]]]]] = {}
+
+    # -- lookup helpers -------------------------------------------------------------------
+    def rtype(self, resource: str | ResourceType) -> ResourceType:
+        if isinstance(resource, ResourceType):
+            return resource
+        rtype = self.types.by_key(resource)
+        if rtype is None:
+            raise ApiError(404, f'the server doesn\'t have a resource type "{resource}"', "NotFound")
+        return rtype
+
+    @property
+    def resource_version(self) -> str:
+        with self._lock:
+            return str(self._rv)
+
+    @staticmethod
+    def out(rtype: ResourceType, obj: dict, version: str | None = None) -> dict:
+        result = copy.deepcopy(obj)
+        result["apiVersion"], result["kind"] = rtype.api_version(version), rtype.kind
+        return result
+
+    def _bucket(self, rtype: ResourceType) -> dict[tuple[str, str], dict]:
+        return self._objs.setdefault(rtype.key, {})
+
+    def _current(self, rtype: ResourceType, ns: str | None, name: str) -> dict:
+        obj = self._bucket(rtype).get((ns or "", name))
+        if obj is None:
+            raise not_found(rtype.plural, rtype.group, name)
+        return obj
+
+    # -- reads ----------------------------------------------------------------------------
+    def get(self, resource: str | ResourceType, namespace: str | None, name: str, *, version: str | None = None) -> dict:
+        rtype = self.rtype(resource)
+        with self._lock:
+            return self.out(rtype, self._current(rtype, namespace if rtype.namespaced else None, name), version)
+
+    def list(self, resource: str | ResourceType, namespace: str | None = None, *, label_selector: str | None = None,
+             field_selector: str | None = None, version: str | None = None) -> list[dict]:
+        return self.list_with_version(resource, namespace, label_selector=label_selector,
+                                      field_selector=field_selector, version=version)[0]
+
+    def list_with_version(self, resource: str | ResourceType, namespace: str | None = None, *,
+                          label_selector: str | None = None, field_selector: str | None = None,
+                          version: str | None = None) -> tuple[list[dict], str]:
+        rtype = self.rtype(resource)
+        with self._lock:
+            items = [self.out(rtype, o, version) for o in self._matching(rtype, namespace, label_selector, field_selector)]
+            return items, str(self._rv)
+
+    def list_json(self, resource: str | ResourceType, namespace: str | None = None, *,
+                  label_selector: str | None = None, field_selector: str | None = None) -> tuple[list[str], str]:
+        """Like `list_with_version`, but each item already JSON-encoded without kind/apiVersion (as
+        list items are served): no deep copies, which is what makes large LISTs cheap."""
+        rtype = self.rtype(resource)
+        with self._lock:
+            items = [json.dumps({k: v for k, v in o.items() if k not in ("kind", "apiVersion")})
+                     for o in self._matching(rtype, namespace, label_selector, field_selector)]
+            return items, str(self._rv)
+
+    def _matching(self, rtype: ResourceType, namespace: str | None, label_selector: str | None,
+                  field_selector: str | None) -> list[dict]:
+        labels = parse_label_selector(label_selector)
+        fields = parse_field_selector(field_selector, rtype.plural)
+        return [o for (ns, _), o in sorted(self._bucket(rtype).items())
+                if (namespace is None or ns == namespace) and labels(o["metadata"].get("labels") or {}) and fields(o)]
+
+    # -- writes ---------------------------------------------------------------------------
+    def create(self, resource: str | ResourceType, namespace: str | None, body: dict, *,
+               version: str | None = None, strict: bool = False, warnings: list[str] | None = None,
+               dry_run: bool = False) -> dict:
+        """Create; `dry_run` runs every check and default and stores nothing (`?dryRun=All`)."""
+        rtype = self.rtype(resource)
+        if not isinstance(body, dict):
+            raise bad_request("the body of the request was in an unknown format")
+        obj = copy.deepcopy(body)
+        md = obj.setdefault("metadata", {})
+        if not isinstance(md, dict):
+            raise bad_request("metadata must be an object")
+        ns = self._namespace_for(rtype, namespace, md)
+        with self._lock:
+            if not md.get("name") and md.get("generateName"):
+                md["name"] = objects.generate_name(md["generateName"], self._rng)
+            name = md.get("name") or ""
+            if problems := objects.name_problems(rtype.key, name):
+                raise invalid(rtype.kind, rtype.group, name, problems)
+            if ns:
+                self._check_namespace_open(rtype, ns, name)
+            if (ns or "", name) in self._bucket(rtype):
+                raise already_exists(rtype.plural, rtype.group, name)
+            for k in ("resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+                md.pop(k, None)
+            objects.apply_defaults(rtype.key, obj, self._rng)
+            self._validate(rtype, obj, version, strict, warnings)
+            md.update(uid=str(uuidlib.UUID(int=self._rng.getrandbits(128), version=4)),
+                      creationTimestamp=objects.timestamp(self.clock.wall()))
+            if ns:
+                md["namespace"] = ns
+            if "spec" in obj:
+                md["generation"] = 1
+            obj["apiVersion"], obj["kind"] = rtype.api_version(version), rtype.kind
+            if dry_run:
+                return self.out(rtype, obj, version)
+            self._commit(rtype, "ADDED", None, obj)
+        self._drain()
+        return self.out(rtype, obj, version)
+
+    def replace(self, resource: str | ResourceType, namespace: str | None, name: str, body: dict, *,
+                subresource: str | None = None, version: str | None = None, strict: bool = False,
+                warnings: list[str] | None = None, dry_run: bool = False) -> dict:
+        rtype = self.rtype(resource)
+        if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict):
+            raise bad_request("the body of the request was in an unknown format")
+        md = body.get("metadata") or {}
+        if md.get("name") not in (None, name):
+            raise bad_request(f"the name of the object ({md.get('name')}) does not match the name on the URL ({name})")
+        with self._lock:
+            old = self._current(rtype, namespace if rtype.namespaced else None, name)
+            if md.get("resourceVersion") not in (None, "", old["metadata"]["resourceVersion"]):
+                raise conflict(rtype.plural, rtype.group, name)
+            new = objects.updated(rtype, old, body, subresource)
+            self._validate(rtype, new, version, strict, warnings)
+            if dry_run:
+                return self.out(rtype, new, version)
+            result = self._write(rtype, old, new)
+        self._drain()
+        return self.out(rtype, result, version) if result else self.out(rtype, new, version)
+
+    def patch(self, resource: str | ResourceType, namespace: str | None, name: str, patch: Any, *,
+              patch_type: str = "merge", subresource: str | None = None, version: str | None = None,
+              strict: bool = False, warnings: list[str] | None = None, dry_run: bool = False) -> dict:
+        """Patch with one of `merge`, `strategic`, `json`, `apply` (or their content types); an
+        apply patch of a missing object creates it, as server-side apply does."""
+        rtype = self.rtype(resource)
+        kind = {"merge": patches.MERGE_PATCH, "strategic": patches.STRATEGIC_PATCH,
+                "json": patches.JSON_PATCH, "apply": patches.APPLY_PATCH}.get(patch_type, patch_type)
+        with self._lock:
+            ns = namespace if rtype.namespaced else None
+            if kind == patches.APPLY_PATCH and (ns or "", name) not in self._bucket(rtype) and subresource is None:
+                body = patch if isinstance(patch, dict) else {}
+                if (body.get("metadata") or {}).get("name") not in (None, name):
+                    raise bad_request(f"the name of the object ({body['metadata']['name']}) does not match the name on the URL ({name})")
+                body = {**body, "metadata": {**(body.get("metadata") or {}), "name": name}}
+                return self.create(rtype, namespace, body, version=version, strict=strict, warnings=warnings,
+                                   dry_run=dry_run)
+            old = self._current(rtype, ns, name)
+            current = self.out(rtype, old, version)
+            patched = patches.apply(kind, current, patch, builtin=rtype.builtin, schema=schemas.kind_schema(
+                rtype.group, version or rtype.storage_version, rtype.kind) if rtype.builtin else None)
+            if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
+                raise ApiError(422, "the patch removed the object's metadata", "Invalid")
+            rv = patched["metadata"].get("resourceVersion")
+            if rv not in (None, "", old["metadata"]["resourceVersion"]):
+                raise conflict(rtype.plural, rtype.group, name)
+            if patched["metadata"].get("name") != name:
+                raise bad_request(f"the name of the object ({patched['metadata'].get('name')}) does not match the name on the URL ({name})")
+            new = objects.updated(rtype, old, patched, subresource)
+            self._validate(rtype, new, version, strict, warnings)
+            if dry_run:
+                return self.out(rtype, new, version)
+            result = self._write(rtype, old, new)
+        self._drain()
+        return self.out(rtype, result or new, version)
+
+    def delete(self, resource: str | ResourceType, namespace: str | None, name: str, *,
+               grace_period_seconds: int | None = None, preconditions: dict | None = None,
+               version: str | None = None, dry_run: bool = False) -> tuple[dict, bool]:
+        """Delete; returns (the object as last seen, whether it is gone already)."""
+        rtype = self.rtype(resource)
+        with self._lock:
+            ns = namespace if rtype.namespaced else None
+            obj = self._current(rtype, ns, name)
+            pre = preconditions or {}
+            if pre.get("uid") not in (None, obj["metadata"]["uid"]) or \
+                    pre.get("resourceVersion") not in (None, obj["metadata"]["resourceVersion"]):
+                raise ApiError(409, f'Precondition failed for {rtype.plural} "{name}"', "Conflict")
+            if dry_run:
+                return self.out(rtype, obj, version), False
+            gone = self._delete_locked(rtype, obj, grace_period_seconds)
+            last = self.out(rtype, obj, version)
+        self._drain()
+        return last, gone
+
+    def _delete_locked(self, rtype: ResourceType, obj: dict, grace: int | None) -> bool:
+        md = obj["metadata"]
+        if rtype.key == "pods":
+            if grace is None:
+                grace = int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+            terminal = (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+            if grace > 0 and (obj.get("spec") or {}).get("nodeName") and not terminal:
+                if md.get("deletionTimestamp") is None or grace < md.get("deletionGracePeriodSeconds", grace + 1):
+                    new = copy.deepcopy(obj)
+                    new["metadata"].update(deletionTimestamp=objects.timestamp(self.clock.wall() + grace),
+                                           deletionGracePeriodSeconds=grace)
+                    self._commit(rtype, "MODIFIED", obj, new)
+                return False
+        if rtype.key == "namespaces":
+            return self._terminate_namespace(rtype, obj)
+        if md.get("finalizers"):
+            if md.get("deletionTimestamp") is None:
+                new = copy.deepcopy(obj)
+                new["metadata"].update(deletionTimestamp=objects.timestamp(self.clock.wall()),
+                                       deletionGracePeriodSeconds=0)
+                self._commit(rtype, "MODIFIED", obj, new)
+            return False
+        self._remove(rtype, obj)
+        return True
+
+    def _terminate_namespace(self, rtype: ResourceType, ns_obj: dict) -> bool:
+        name = ns_obj["metadata"]["name"]
+        if ns_obj["metadata"].get("deletionTimestamp") is None:
+            new = copy.deepcopy(ns_obj)
+            new["metadata"]["deletionTimestamp"] = objects.timestamp(self.clock.wall())
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            new["status"] = {"phase": "Terminating"}
+            self._commit(rtype, "MODIFIED", ns_obj, new)
+        for t in self.types.all():
+            if t.namespaced:
+                for (ns, _), obj in list(self._bucket(t).items()):
+                    if ns == name and obj["metadata"].get("deletionTimestamp") is None:
+                        self._delete_locked(t, obj, None)
+        return self._finish_namespace(name)
+
+    def _finish_namespace(self, name: str) -> bool:
+        ns_rtype = self.rtype("namespaces")
+        ns_obj = self._bucket(ns_rtype).get(("", name))
+        if ns_obj is None or ns_obj["metadata"].get("deletionTimestamp") is None:
+            return False
+        if any(ns == name for t in self.types.all() if t.namespaced for (ns, _) in self._bucket(t)):
+            return False
+        self._remove(ns_rtype, ns_obj)
+        return True
+
+    # -- internals ------------------------------------------------------------------------
+    def _namespace_for(self, rtype: ResourceType, namespace: str | None, md: dict) -> str | None:
+        if not rtype.namespaced:
+            return None
+        body_ns = md.get("namespace")
+        if namespace and body_ns and body_ns != namespace:
+            raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+        ns = namespace or body_ns
+        if not ns:
+            raise bad_request("an empty namespace may not be set during creation")
+        return ns
+
+    def _check_namespace_open(self, rtype: ResourceType, ns: str, name: str) -> None:
+        ns_obj = self._bucket(self.rtype("namespaces")).get(("", ns))
+        if ns_obj is None:
+            raise not_found("namespaces", "", ns)
+        if ns_obj["metadata"].get("deletionTimestamp"):
+            raise ApiError(403, f'{rtype.plural} "{name}" is forbidden: unable to create new content in namespace '
+                                f"{ns} because it is being terminated", "Forbidden", kind=rtype.plural, name=name)
+
+    def _validate(self, rtype: ResourceType, obj: dict, version: str | None, strict: bool,
+                  warnings: list[str] | None) -> None:
+        version = version or rtype.storage_version
+        if rtype.builtin:
+            causes, unknown = schemas.validate(rtype.group, version, rtype.kind, obj)
+        elif rtype.schemas.get(version):
+            causes, unknown = schemas.validate_with(rtype.schemas[version], obj)
+        else:
+            causes, unknown = [], []
+        name = obj["metadata"].get("name", "")
+        causes = causes + objects.metadata_problems(obj["metadata"])
+        for check in self.admission.get(rtype.key, ()):
+            causes = causes + check(obj, self._bucket(rtype).get((obj["metadata"].get("namespace", ""), name)))
+        if causes:
+            raise invalid(rtype.kind, rtype.group, name, causes)
+        if unknown and strict:
+            raise bad_request(f"strict decoding error: {', '.join(f'unknown field {u!r}' for u in unknown)}".replace("'", '"'))
+        if warnings is not None:
+            warnings += [f'unknown field "{u}"' for u in unknown]
+
+    def _write(self, rtype: ResourceType, old: dict, new: dict) -> dict | None:
+        """Commit an update; returns None when it completed a deletion (finalizers emptied)."""
+        if {k: v for k, v in new.items() if k not in ("metadata", "status")} != \
+                {k: v for k, v in old.items() if k not in ("metadata", "status")} and "generation" in old["metadata"]:
+            new["metadata"]["generation"] = old["metadata"]["generation"] + 1
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers") \
+                and not (rtype.key == "pods" and (new.get("spec") or {}).get("nodeName")
+                         and (new.get("status") or {}).get("phase") not in ("Succeeded", "Failed")):
+            self._commit(rtype, "MODIFIED", old, new)
+            self._remove(rtype, new)
+            return None
+        self._commit(rtype, "MODIFIED", old, new)
+        return new
+
+    def _remove(self, rtype: ResourceType, obj: dict) -> None:
+        md = obj["metadata"]
+        key = (md.get("namespace", ""), md["name"])
+        current = self._bucket(rtype).pop(key, None)
+        if current is None:
+            return
+        self._rv += 1
+        gone = copy.deepcopy(current)
+        gone["metadata"]["resourceVersion"] = str(self._rv)
+        self._record("DELETED", rtype, current, gone)
+        if rtype.namespaced and md.get("namespace"):
+            self._finish_namespace(md["namespace"])
+
+    def _commit(self, rtype: ResourceType, etype: str, old: dict | None, new: dict) -> None:
+        self._rv += 1
+        new["metadata"]["resourceVersion"] = str(self._rv)
+        md = new["metadata"]
+        self._bucket(rtype)[(md.get("namespace", ""), md["name"])] = new
+        self._record(etype, rtype, old, new)
+
+    def _record(self, etype: str, rtype: ResourceType, old: dict | None, new: dict) -> None:
+        self._hub.record((self._rv, rtype.key, etype, old, new))
+        self._dispatcher.queue(rtype.key, etype, new)
+
+    def _drain(self) -> None:
+        self._dispatcher.drain(self._render)
+
+    def _render(self, key: str, obj: dict) -> dict:
+        rtype = self.types.by_key(key)
+        return self.out(rtype, obj) if rtype else copy.deepcopy(obj)
+
+    # -- subscriptions and watches -----------------------------------------------------------
+    def subscribe(self, resource: str, fn: Callable[[str, dict], None]) -> Callable[[], None]:
+        """Call `fn(event_type, obj)` after every change to `resource` (see dispatch.py)."""
+        return self._dispatcher.subscribe(resource, fn)
+
+    def watch(self, resource: str | ResourceType, namespace: str | None, *, label_selector: str | None = None,
+              field_selector: str | None = None, resource_version: str | None = None,
+              version: str | None = None, deliver: Callable[[dict | None], None]) -> Watcher:
+        """Open a watch: past events after `resource_version` (or synthetic ADDED) then live ones."""
+        rtype = self.rtype(resource)
+        watcher = Watcher(rtype, namespace, label_selector, field_selector, version, deliver, self.out)
+        with self._lock:
+            current = [obj for _, obj in sorted(self._bucket(rtype).items())]
+            self._hub.open(watcher, resource_version, current, self._rv)
+        return watcher
+
+    def unwatch(self, watcher: Watcher) -> None:
+        with self._lock:
+            self._hub.close(watcher)
+
+    # -- events ---------------------------------------------------------------------------
+    def record_event(self, involved: dict, reason: str, message: str, *, type: str = "Normal",
+                     component: str = "twin") -> dict:
+        """Create a core/v1 Event about `involved` in its namespace (or `default`)."""
+        ns = involved["metadata"].get("namespace") or "default"
+        body = objects.event_body(involved, reason, message, type, component, self.clock.wall(), self._rng)
+        try:
+            return self.create("events", ns, body)
+        except ApiError:  # namespace terminating: events are best-effort, as on a real cluster
+            return body
