@@ -1,0 +1,114 @@
+"""pytest plugin: pytest-bdd hooks → per-step records → results JSON, Cucumber JSON, JUnit XML.
+
+Inert unless one of `--stepgraph-results`, `--stepgraph-cucumber`, `--stepgraph-junit` is given.
+Under pytest-xdist each worker builds its records and attaches them, as JSON, to the teardown
+report's user_properties; the controller (or the single process) collects them in
+`pytest_runtest_logreport` — before junitxml sees that report — and writes the files at session end.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Generator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from pytest_bdd.parser import Feature, Scenario, Step
+from stepgraph.dsl.reports import cucumber, junit, results
+from stepgraph.dsl.reports.records import StepRun, build_record, phase_of, scenario_run
+
+RECORD_PROPERTY = "stepgraph.scenario-record"
+OPTIONS = {"stepgraph_results": results.write, "stepgraph_cucumber": cucumber.write, "stepgraph_junit": junit.write}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("stepgraph-reports", "stepgraph step-level reports")
+    group.addoption("--stepgraph-results", metavar="PATH", help="write the results JSON (stepgraph-results/1) here")
+    group.addoption("--stepgraph-cucumber", metavar="PATH", help="write Cucumber JSON with step detail here")
+    group.addoption("--stepgraph-junit", metavar="PATH", help="write JUnit XML with step detail here")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    outputs = {name: config.getoption(name) for name in OPTIONS}
+    if any(outputs.values()):
+        config.pluginmanager.register(RecordsPlugin(config, outputs), "stepgraph-reports-records")
+
+
+class RecordsPlugin:
+    def __init__(self, config: pytest.Config, outputs: dict[str, str | None]) -> None:
+        self.config = config
+        self.outputs = outputs
+        self.is_worker = hasattr(config, "workerinput")
+        self.records: list[dict[str, Any]] = []
+        self.collection_errors: list[dict[str, str]] = []
+        self.started_at = datetime.now(UTC)
+        self.started = time.perf_counter()
+
+    # -- worker side (or the single process): watch the steps ---------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_bdd_before_step(self, request: pytest.FixtureRequest, feature: Feature, scenario: Scenario,
+                               step: Step, step_func: Callable[..., object]) -> None:
+        scenario_run(request.node).steps.append(StepRun("running", time.perf_counter()))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_bdd_after_step(self, request: pytest.FixtureRequest, **_: object) -> None:
+        self._finish_step(request, "passed", None)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_bdd_step_error(self, request: pytest.FixtureRequest, exception: Exception, **_: object) -> None:
+        self._finish_step(request, "failed", f"{type(exception).__name__}: {exception}")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_bdd_step_func_lookup_error(self, request: pytest.FixtureRequest, step: Step, **_: object) -> None:
+        message = f"undefined step: {step.keyword} {step.name}"
+        scenario_run(request.node).steps.append(StepRun("undefined", time.perf_counter(), error=message))
+
+    def _finish_step(self, request: pytest.FixtureRequest, status: str, error: str | None) -> None:
+        current = scenario_run(request.node).steps[-1]
+        current.status, current.error = status, error
+        current.duration_s = time.perf_counter() - current.started
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        run = scenario_run(item)
+        run.phases[report.when] = phase_of(report)
+        if report.when == "teardown":
+            record = build_record(item, run)
+            if record is not None:
+                report.user_properties.append((RECORD_PROPERTY, json.dumps(record)))
+        return report
+
+    # -- controller side (or the single process): collect and write ---------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.is_worker or report.when != "teardown":
+            return
+        kept = []
+        for name, value in report.user_properties:
+            if name == RECORD_PROPERTY:
+                self.records.append(json.loads(value))
+            else:
+                kept.append((name, value))
+        report.user_properties[:] = kept
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if not self.is_worker and report.failed:
+            message = report.longreprtext.strip().splitlines()
+            self.collection_errors.append({"nodeid": report.nodeid, "message": message[-1] if message else ""})
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.is_worker:
+            return
+        document = results.assemble(
+            self.records, started_at=self.started_at, duration_s=time.perf_counter() - self.started,
+            args=list(self.config.invocation_params.args), collection_errors=self.collection_errors,
+        )
+        for option, write in OPTIONS.items():
+            if self.outputs[option]:
+                write(document, self.outputs[option])
