@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -38,3 +39,15 @@ def read_text(path: str | Path, what: str) -> str:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(str(path), line, f"{what} is not UTF-8 text", "save it as UTF-8") from None
+
+
+def node_line(node: Any, json_path: list[str | int]) -> int:
+    """1-based line of a JSON path inside a ruamel round-trip document (the deepest part it can find)."""
+    line = 0
+    for part in json_path:
+        try:
+            line = node.lc.key(part)[0] if isinstance(part, str) else node.lc.item(part)[0]
+            node = node[part]
+        except (AttributeError, KeyError, IndexError, TypeError):
+            break
+    return line + 1

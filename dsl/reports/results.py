@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
-from stepgraph.dsl.reports.errors import InputError, read_text
+from stepgraph.dsl.reports.errors import InputError, node_line, read_text
 
 SCHEMA_ID = "stepgraph-results/1"
 OUTCOMES = ("passed", "failed", "skipped", "undefined", "error")
@@ -92,11 +92,4 @@ def _line_of(text: str, json_path: list[str | int]) -> int:
         node = YAML(typ="rt").load(text)
     except YAMLError:  # the JSON already parsed; if YAML disagrees, line 1 is the honest answer
         return 1
-    line = 0
-    for part in json_path:
-        try:
-            line = node.lc.key(part)[0] if isinstance(part, str) else node.lc.item(part)[0]
-            node = node[part]
-        except (AttributeError, KeyError, IndexError, TypeError):
-            break
-    return line + 1
+    return node_line(node, json_path)
