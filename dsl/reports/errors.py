@@ -41,13 +41,13 @@ def read_text(path: str | Path, what: str) -> str:
         raise InputError(str(path), line, f"{what} is not UTF-8 text", "save it as UTF-8") from None
 
 
-def node_line(node: Any, json_path: list[str | int]) -> int:
-    """1-based line of a JSON path inside a ruamel round-trip document (the deepest part it can find)."""
-    line = 0
+def node_position(node: Any, json_path: list[str | int]) -> tuple[int, int]:
+    """1-based (line, column) of a JSON path in a ruamel round-trip document (the deepest part found)."""
+    line = column = 0
     for part in json_path:
         try:
-            line = node.lc.key(part)[0] if isinstance(part, str) else node.lc.item(part)[0]
+            line, column = node.lc.key(part) if isinstance(part, str) else node.lc.item(part)
             node = node[part]
         except (AttributeError, KeyError, IndexError, TypeError):
             break
-    return line + 1
+    return line + 1, column + 1

@@ -22,7 +22,7 @@ from typing import Any
 import jsonschema
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from stepgraph.dsl.reports.errors import InputError, node_line, read_text
+from stepgraph.dsl.reports.errors import InputError, node_position, read_text
 
 _COUNTS = {"type": "integer", "minimum": 0}
 SCHEMA = {
@@ -77,9 +77,10 @@ def load_expectations(path: str | Path) -> list[Expectation]:
         raise InputError(path, 1, f"expectations file is not valid YAML ({exc})", "fix the YAML syntax") from None
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(SCHEMA).iter_errors(data))
     if error is not None:
-        raise InputError(path, node_line(data, list(error.absolute_path)), f"{error.message}",
-                         "each entry needs `name` and `expect: {passed: N, …}`; see `stepgraph trace --help`")
-    return [Expectation(where=f"{path}:{node_line(data, [k])}", **dict(entry)) for k, entry in enumerate(data)]
+        line, col = node_position(data, list(error.absolute_path))
+        raise InputError(path, line, error.message,
+                         "each entry needs `name` and `expect: {passed: N, …}` (see expectations.py)", col)
+    return [Expectation(where=f"{path}:{node_position(data, [k])[0]}", **dict(entry)) for k, entry in enumerate(data)]
 
 
 def check_expectations(expectations: list[Expectation], records: list[dict[str, Any]]) -> list[dict[str, Any]]:

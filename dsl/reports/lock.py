@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from stepgraph.dsl.reports.errors import InputError, node_line, read_text
+from stepgraph.dsl.reports.errors import InputError, node_position, read_text
 from stepgraph.dsl.reports.results import write_atomically
 
 LOCK_SCHEMA = "stepgraph-review-lock/1"
@@ -41,12 +41,13 @@ def load_lock(path: str | Path, known_ids: set[str]) -> dict[str, dict[str, str]
     lock: dict[str, dict[str, str]] = {}
     for scenario, ids in data["links"].items():
         if not isinstance(ids, dict) or not all(isinstance(h, str) for h in ids.values()):
-            raise InputError(path, node_line(data, ["links", scenario]), f"links of {scenario!r} are not a mapping of id → hash", FIX)
+            line, col = node_position(data, ["links", scenario])
+            raise InputError(path, line, f"links of {scenario!r} are not a mapping of id → hash", FIX, col)
         for rid in ids:
             if str(rid) not in known_ids:
-                raise InputError(path, node_line(data, ["links", scenario, rid]),
-                                 f"unknown requirement id {rid!r} (scenario {scenario!r})",
-                                 "fix the id, or drop the entry and re-review with --update-lock")
+                line, col = node_position(data, ["links", scenario, rid])
+                raise InputError(path, line, f"unknown requirement id {rid!r} (scenario {scenario!r})",
+                                 "fix the id, or drop the entry and re-review with --update-lock", col)
         lock[str(scenario)] = {str(rid): str(h) for rid, h in ids.items()}
     return lock
 

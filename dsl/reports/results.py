@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
-from stepgraph.dsl.reports.errors import InputError, node_line, read_text
+from stepgraph.dsl.reports.errors import InputError, node_position, read_text
 
 SCHEMA_ID = "stepgraph-results/1"
 OUTCOMES = ("passed", "failed", "skipped", "undefined", "error")
@@ -81,15 +81,16 @@ def load(path: str | Path) -> dict[str, Any]:
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema()).iter_errors(document))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise InputError(str(path), _line_of(text, list(error.absolute_path)), f"{where}: {error.message}",
-                         "the file does not follow stepgraph-results/1; re-run the tests to write it again")
+        line, col = _position_of(text, list(error.absolute_path))
+        raise InputError(str(path), line, f"{where}: {error.message}",
+                         "the file does not follow stepgraph-results/1; re-run the tests to write it again", col)
     return document
 
 
-def _line_of(text: str, json_path: list[str | int]) -> int:
+def _position_of(text: str, json_path: list[str | int]) -> tuple[int, int]:
     """Locate a JSON path in the text (slow path, errors only): ruamel keeps line numbers."""
     try:
         node = YAML(typ="rt").load(text)
     except YAMLError:  # the JSON already parsed; if YAML disagrees, line 1 is the honest answer
-        return 1
-    return node_line(node, json_path)
+        return 1, 1
+    return node_position(node, json_path)
