@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import EXTERNAL_DOC
+from conftest import EXTERNAL_DOC, OUR_PLAN
 from stepgraph.dsl.reports.design import parse_design_doc, parse_design_text
 from stepgraph.dsl.reports.errors import InputError
 
@@ -95,3 +95,10 @@ def test_binary_and_missing_documents_are_rejected(tmp_path: Path) -> None:
         parse_design_doc(binary)
     with pytest.raises(InputError, match="cannot read design document"):
         parse_design_doc(tmp_path / "absent.md")
+
+
+def test_our_plan_defines_exactly_the_required_ids_as_requirements() -> None:
+    doc = parse_design_doc(OUR_PLAN)
+    assert doc.coverage_ids() == REQUIRED
+    assert {req.kind for rid, req in doc.requirements.items() if rid in REQUIRED} == {"heading"}
+    assert doc.requirements["8.5.7"].title == "A conflicting tenant gets the safe default on its GPU only"
