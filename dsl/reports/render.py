@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ def failures(trace: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+@cache  # templates compile once per process
 def _environment(autoescape: bool) -> Environment:
     env = Environment(loader=PackageLoader("stepgraph.dsl.reports", "templates"), autoescape=autoescape,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)

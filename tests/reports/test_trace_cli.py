@@ -143,7 +143,7 @@ def test_a_malformed_record_is_located_at_its_line(tmp_path: Path, doc: Path, ca
     lines[bad_line] = lines[bad_line].replace('"passed"', '"green"')
     path.write_text("\n".join(lines))
     assert trace(tmp_path, "--design", str(doc), "--results", str(path))[0] == 2
-    assert f"{path}:{bad_line + 1}:4: scenarios/1/outcome: 'green' is not one of" in capsys.readouterr().err
+    assert f"{path}:{bad_line + 1}:4: scenarios/1/outcome: must be one of ['passed'," in capsys.readouterr().err
 
 
 def test_bad_design_documents_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
