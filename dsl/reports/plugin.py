@@ -98,8 +98,7 @@ class RecordsPlugin:
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if not self.is_worker and report.failed:
-            message = report.longreprtext.strip().splitlines()
-            self.collection_errors.append({"nodeid": report.nodeid, "message": message[-1] if message else ""})
+            self.collection_errors.append({"nodeid": report.nodeid, "message": _last_error(report.longreprtext)})
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -112,3 +111,17 @@ class RecordsPlugin:
         for option, write in OPTIONS.items():
             if self.outputs[option]:
                 write(document, self.outputs[option])
+
+
+def _last_error(text: str) -> str:
+    """The final `E   …` block of a pytest error text, on one line (the traceback above it is noise here)."""
+    block: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("E "):
+            block.append(line[1:].strip())
+        elif block and line.strip():
+            block = []
+    if block:
+        return " ".join(block)
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else ""

@@ -87,7 +87,7 @@ def build_record(item: pytest.Item, run: ScenarioRun) -> dict[str, Any] | None:
     facts = facts_for(item)
     return {
         "nodeid": item.nodeid,
-        "id": next((t.removeprefix(ID_TAG) for t in tags if t.startswith(ID_TAG)), None),
+        "id": scenario_id(item, tags),
         "design": design_ids(tags),
         "name": scenario.name,
         "keyword": template.keyword,
@@ -106,6 +106,15 @@ def build_record(item: pytest.Item, run: ScenarioRun) -> dict[str, Any] | None:
         "fingerprint": facts["fingerprint"],
         "worker": os.environ.get("PYTEST_XDIST_WORKER"),
     }
+
+
+def scenario_id(item: pytest.Item, tags: list[str]) -> str | None:
+    """`@id:B5` → "B5"; each example row of an outline gets its own key, e.g. "B5[350-325]"."""
+    base = next((t.removeprefix(ID_TAG) for t in tags if t.startswith(ID_TAG)), None)
+    callspec = getattr(item, "callspec", None)
+    if base is None or callspec is None or "_pytest_bdd_example" not in callspec.params:
+        return base
+    return f"{base}[{callspec.id}]"
 
 
 def design_ids(tags: list[str]) -> list[str]:

@@ -25,12 +25,12 @@ def cell(row: dict[str, Any], column: str) -> str:
 
 def failures(trace: dict[str, Any]) -> list[dict[str, Any]]:
     found = []
-    for doc in trace["documents"]:
+    for number, doc in enumerate(trace["documents"], start=1):
         for row in doc["requirements"]:
             for link in row["links"]:
                 for column, result in link["results"].items():
                     if result["outcome"] in FAILING:
-                        found.append({"id": row["id"], "scenario": link["scenario"], "column": column, **result})
+                        found.append({"id": row["id"], "doc": number, "scenario": link["scenario"], "column": column, **result})
     return found
 
 

@@ -57,8 +57,9 @@ def build_trace(inputs: Inputs) -> dict[str, Any]:
     records = list(current.values())
     return {
         "schema": TRACE_SCHEMA,
-        "runs": [{"started_at": r["run"]["started_at"], "summary": r["summary"]} for r in
-                 sorted(inputs.runs, key=lambda r: r["run"]["started_at"])],
+        "runs": [{"started_at": r["run"]["started_at"], "summary": r["summary"],
+                  "collection_errors": r["run"].get("collection_errors", [])}
+                 for r in sorted(inputs.runs, key=lambda r: r["run"]["started_at"])],
         "columns": sorted({col for s in scenarios.values() for col in s["results"]}),
         "documents": documents,
         "totals": _totals(documents),

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from conftest import SAMPLE_EXPECTED, run_sample
 from stepgraph.dsl.reports import results
+from stepgraph.dsl.reports.cli import main
 
 OUTPUTS = ("--stepgraph-results", "out/results.json", "--stepgraph-cucumber", "out/cucumber.json",
            "--stepgraph-junit", "out/junit.xml")
@@ -109,3 +111,53 @@ def test_plugin_is_inert_without_an_output_option(sample_project: pytest.Pyteste
     outcome.assert_outcomes(passed=2, failed=2, skipped=2, errors=2)
     assert sorted(p.name for p in sample_project.path.iterdir() if p.suffix in {".json", ".xml"}) == ["pytest-junit.xml"]
     assert "stepgraph" not in (sample_project.path / "pytest-junit.xml").read_text()
+
+
+def test_each_example_of_an_outline_is_its_own_scenario(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".feature", caps="""\
+Feature: Caps
+  @id:B2 @design:B2
+  Scenario Outline: A worker gets its cap
+    Given a worker annotated <watts>
+    Then its GPU is capped at <watts>
+
+    Examples:
+      | watts |
+      | 350   |
+      | 200   |
+""")
+    pytester.makepyfile(test_caps="""\
+from pytest_bdd import given, then, parsers, scenarios
+
+scenarios("caps.feature")
+
+
+@given(parsers.parse("a worker annotated {watts:d}"), target_fixture="watts")
+def worker(watts):
+    return watts
+
+
+@then(parsers.parse("its GPU is capped at {cap:d}"))
+def capped(watts, cap):
+    assert watts >= 280, "below the safe default"
+""")
+    run_sample(pytester, "--stepgraph-results", "results.json")
+    document = results.load(pytester.path / "results.json")
+    assert [(r["id"], r["outcome"]) for r in document["scenarios"]] == [("B2[200]", "failed"), ("B2[350]", "passed")]
+    assert document["scenarios"][1]["steps"][0]["name"] == "a worker annotated 350"
+
+
+def test_a_feature_that_does_not_parse_is_reported_not_lost(sample_project: pytest.Pytester, tmp_path: Path) -> None:
+    sample_project.makefile(".feature", broken="Feature: Broken\n  Scenario: x\n    Given y\n    | a | b |\n    | 1 |\n")
+    sample_project.makepyfile(test_broken='from pytest_bdd import scenarios\nscenarios("broken.feature")\n')
+    run_sample(sample_project, "--stepgraph-results", "results.json", "--continue-on-collection-errors")
+    document = results.load(sample_project.path / "results.json")
+    (error,) = document["run"]["collection_errors"]
+    assert error["nodeid"] == "test_broken.py"
+    assert "(5:5): inconsistent cell count within the table" in error["message"]
+    assert document["summary"]["total"] == 7  # the other feature still ran and was recorded
+    doc = tmp_path / "plan.md"
+    doc.write_text("# P\n\n| ID | What |\n|---|---|\n" + "".join(f"| {sid} | x |\n" for sid in SAMPLE_EXPECTED))
+    assert main(["--design", str(doc), "--results", str(sample_project.path / "results.json"), "--out", str(tmp_path / "o"),
+                 "--format", "md", "--allow-orphans"]) == 0
+    assert "**Collection errors**" in (tmp_path / "o" / "trace.md").read_text()

@@ -50,7 +50,7 @@ def test_html_fetches_nothing_and_escapes_text(html: Path, tmp_path: Path) -> No
     parser.feed(html.read_text())
     assert parser.fetches == []
     assert "url(" not in html.read_text()
-    assert {"req-B1", "req-B2", "req-8.5.1"} <= set(parser.ids)
+    assert {"req-1-B1", "req-1-B2", "req-1-8.5.1"} <= set(parser.ids)
     doc = tmp_path / "evil.md"
     doc.write_text("# E\n\n| ID | What |\n|---|---|\n| A1 | <script>alert(1)</script> |\n")
     assert main(["--design", str(doc), "--results", str(tmp_path / "r.json"), "--out", str(tmp_path / "e"), "--format", "html",
@@ -78,7 +78,7 @@ def test_headless_chromium_renders_the_page(html: Path, tmp_path: Path) -> None:
     flags = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
              f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,900"]
     dom = subprocess.run([*flags, "--dump-dom", html.as_uri()], capture_output=True, text=True, timeout=120, check=True)
-    assert "stepgraph trace" in dom.stdout and "req-8.5.1" in dom.stdout
+    assert "stepgraph trace" in dom.stdout and "req-1-8.5.1" in dom.stdout
     shot = tmp_path / "trace.png"
     subprocess.run([*flags, f"--screenshot={shot}", html.as_uri()], capture_output=True, timeout=120, check=True)
     width, height, pixels = _png_pixels(shot)
