@@ -45,7 +45,7 @@ def compile_file(
     display = display or display_path(path)
     text, diags = read_text(path, display)
     if text is None:
-        return CompiledFile(path, display, None, diags)
+        return CompiledFile(path, display, None, sorted(diags))
     return compile_text(text, path, display, registry, design_ids=design_ids, design_source=design_source)
 
 
@@ -56,7 +56,7 @@ def compile_text(
     feature, diags = loader(text, display, registry)
     if feature is not None:
         diags = check_feature(feature, registry, design_ids, design_source)
-    return CompiledFile(path, display, feature, diags)
+    return CompiledFile(path, display, feature, sorted(diags))
 
 
 def scenario_files(paths: Iterable[Path]) -> tuple[list[Path], list[Diagnostic]]:

@@ -85,6 +85,8 @@ def _plain(node: Any, path: Path_, positions: dict[Path_, Location], display: st
         for key in node:
             line, col = node.lc.key(key)
             positions[(*path, str(key))] = Location(display, line + 1, col + 1)
+            vline, vcol = node.lc.value(key)
+            positions[("value", *path, str(key))] = Location(display, vline + 1, vcol + 1)
             out[str(key)] = _plain(node[key], (*path, str(key)), positions, display, budget)
         return out
     if isinstance(node, CommentedSeq):
@@ -106,9 +108,15 @@ def _plain(node: Any, path: Path_, positions: dict[Path_, Location], display: st
 
 
 def _nearest(positions: dict[Path_, Location], path: Path_) -> Location:
+    """Where the key (or list item) at `path` is written, or its closest ancestor."""
     while path not in positions:
         path = path[:-1]
     return positions[path]
+
+
+def _value_at(positions: dict[Path_, Location], path: Path_) -> Location:
+    """Where the value at `path` is written (falls back to its key)."""
+    return positions.get(("value", *path)) or _nearest(positions, path)
 
 
 def load_yaml(text: str, display: str, registry: Registry) -> tuple[ir.Feature | None, list[Diagnostic]]:
@@ -125,9 +133,9 @@ def load_yaml(text: str, display: str, registry: Registry) -> tuple[ir.Feature |
             )
         ]
     diags = [_schema_diagnostic(err, positions) for err in _VALIDATOR.iter_errors(data)]
-    if diags:
-        return None, diags
-    return _Builder(registry, positions, display).feature(data)
+    feature, more = _Builder(registry, positions, display).feature(data)
+    diags += more
+    return (None, diags) if diags else (feature, [])
 
 
 def _schema_diagnostic(err: Any, positions: dict[Path_, Location]) -> Diagnostic:
@@ -151,9 +159,12 @@ def _schema_diagnostic(err: Any, positions: dict[Path_, Location]) -> Diagnostic
         )
     if err.validator == "type":
         return Diagnostic(
-            where, f"{field}: expected {_type_words(err.validator_value)}, got {err.instance!r}", "fix the value's type", "syntax"
+            _value_at(positions, path),
+            f"{field}: expected {_type_words(err.validator_value)}, got {err.instance!r}",
+            "fix the value's type",
+            "syntax",
         )
-    return Diagnostic(where, f"{field}: {err.message}", "see docs/design/language.md", "syntax")
+    return Diagnostic(_value_at(positions, path), f"{field}: {err.message}", "see docs/design/language.md", "syntax")
 
 
 def _type_words(kind: Any) -> str:
@@ -171,20 +182,23 @@ def _type_words(kind: Any) -> str:
 
 
 class _Builder:
-    """Plain data that passed the schema → IR, binding each step through the registry."""
+    """Plain data → IR, binding each step through the registry. It runs even when the schema
+    found problems (so all errors of a file come at once) and skips whatever is malformed."""
 
     def __init__(self, registry: Registry, positions: dict[Path_, Location], display: str) -> None:
         self.registry, self.positions, self.display = registry, positions, display
         self.diags: list[Diagnostic] = []
 
     def feature(self, data: dict[str, Any]) -> tuple[ir.Feature | None, list[Diagnostic]]:
+        background = self.steps(data.get("background"), ("background",))
         if "scenarios" in data:
-            scenarios = tuple(self.scenario(s, ("scenarios", i)) for i, s in enumerate(data["scenarios"]))
+            items = data["scenarios"] if isinstance(data["scenarios"], list) else []
+            scenarios = tuple(self.scenario(s, ("scenarios", i)) for i, s in enumerate(items) if isinstance(s, dict))
             feature = ir.Feature(
-                name=data["feature"],
+                name=_text(data.get("feature")),
                 tags=self.tags(data),
-                description=data.get("description", ""),
-                background=self.steps(data.get("background", []), ("background",)),
+                description=_text(data.get("description")),
+                background=background,
                 scenarios=scenarios,
                 location=Location(self.display),
                 syntax="yaml",
@@ -192,41 +206,52 @@ class _Builder:
         else:
             scenario = self.scenario({k: v for k, v in data.items() if k != "background"}, ())
             feature = ir.Feature(
-                name=data["title"],
-                background=self.steps(data.get("background", []), ("background",)),
-                scenarios=(scenario,),
-                location=Location(self.display),
-                syntax="yaml",
+                name=scenario.name, background=background, scenarios=(scenario,), location=Location(self.display), syntax="yaml"
             )
         return (None, self.diags) if self.diags else (feature, [])
 
     def tags(self, data: dict[str, Any]) -> ir.Tags:
         return ir.Tags(
-            id=data.get("id"), design=tuple(data.get("design", ())), needs=tuple(data.get("needs", ())), other=tuple(data.get("tags", ()))
+            id=_text(data.get("id")) or None,
+            design=_texts(data.get("design")),
+            needs=_texts(data.get("needs")),
+            other=_texts(data.get("tags")),
         )
 
     def scenario(self, data: dict[str, Any], path: Path_) -> ir.Scenario:
         return ir.Scenario(
-            name=data["title"],
+            name=_text(data.get("title")),
             tags=self.tags(data),
-            description=data.get("description", ""),
-            steps=self.steps(data["steps"], (*path, "steps")),
+            description=_text(data.get("description")),
+            steps=self.steps(data.get("steps"), (*path, "steps")),
             location=_nearest(self.positions, (*path, "title")),
         )
 
-    def steps(self, items: list[Any], path: Path_) -> tuple[ir.StepCall, ...]:
-        return tuple(self._calls(items, path, within=None))
+    def steps(self, items: Any, path: Path_) -> tuple[ir.StepCall, ...]:
+        return tuple(self._calls(items if isinstance(items, list) else [], path, within=None))
 
     def _calls(self, items: list[Any], path: Path_, within: Duration | None) -> Iterator[ir.StepCall]:
         for i, item in enumerate(items):
             item_path = (*path, i)
-            key, value = (item, None) if isinstance(item, str) else next(iter(item.items()))
+            if isinstance(item, str):
+                key, value = item, None
+            elif isinstance(item, dict) and len(item) == 1:
+                key, value = next(iter(item.items()))
+            else:
+                continue  # the schema reported it
             if key == "expect":
+                if not isinstance(value, dict) or not isinstance(value.get("all"), list):
+                    continue
                 if within is not None:
                     self.diags.append(Diagnostic(self.positions[item_path], "`expect` cannot nest", "flatten it", "syntax"))
                     continue
-                window = Duration.parse(value["within"]) if "within" in value else None
+                try:
+                    window = Duration.parse(value["within"]) if "within" in value else None
+                except ValueError:
+                    continue  # the schema reported it
                 yield from self._calls(value["all"], (*item_path, "expect", "all"), within=window)
+                continue
+            if value is not None and not isinstance(value, dict):
                 continue
             call = self._call(key, value, item_path, within)
             if call is not None:
@@ -241,23 +266,27 @@ class _Builder:
         raw = dict(value or {})
         bind_as = raw.pop("as", None)
         if bind_as is not None and decl.produces is None:
-            self.diags.append(
-                Diagnostic(
-                    _nearest(self.positions, (*path, key, "as")), f"{decl.id} produces nothing to bind with `as`", "remove `as`", "types"
-                )
-            )
+            self.diags.append(Diagnostic(where, f"{decl.id} produces nothing to bind with `as`", "remove `as`", "types"))
             return None
         if bind_as is not None and (not isinstance(bind_as, str) or is_ref_text(bind_as)):
             self.diags.append(
                 Diagnostic(
-                    _nearest(self.positions, (*path, key, "as")),
+                    _value_at(self.positions, (*path, key, "as")),
                     f"`as` takes a plain name, got {bind_as!r}",
                     "write `as: gpu` (no $)",
                     "types",
                 )
             )
             return None
-        fields = {name: _nearest(self.positions, (*path, key, name)) for name in raw}
+        fields = {name: _value_at(self.positions, (*path, key, name)) for name in raw}
         call, diags = make_call(decl, raw, where, bind_as=bind_as, within=within, field_locations=fields)
         self.diags += diags
         return call
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
