@@ -20,10 +20,11 @@ def known_capabilities(registry: Registry) -> frozenset[str]:
 
 
 def check_feature(
-    feature: Feature, registry: Registry, design_ids: Collection[str] | None = None, design_source: str = ""
+    feature: Feature, registry: Registry, design_ids: Collection[str] | None = None, design_source: str = "", *, dataflow: bool = True
 ) -> list[Diagnostic]:
     found: dict[Diagnostic, None] = {}  # ordered set: background problems are reported once
-    for diag in (*_dataflow(feature), *_effects(feature), *_capabilities(feature, registry), *_duplicates(feature)):
+    flow = _dataflow(feature) if dataflow else []
+    for diag in (*flow, *_effects(feature), *_capabilities(feature, registry), *_duplicates(feature)):
         found[diag] = None
     if design_ids is not None:
         for diag in _design(feature, design_ids, design_source):

@@ -55,8 +55,11 @@ def compile_text(
     loader = load_yaml if path.suffix in YAML_SUFFIXES else load_gherkin
     feature, diags = loader(text, display, registry)
     if feature is not None:
-        diags = check_feature(feature, registry, design_ids, design_source)
-    return CompiledFile(path, display, feature, sorted(diags))
+        # A partial IR (steps that did not bind are missing) is still checked, so a file's errors
+        # come at once; only data flow waits for a clean binding, to avoid echoing missing steps.
+        dataflow = not any(d.check == "binding" for d in diags)
+        diags = diags + check_feature(feature, registry, design_ids, design_source, dataflow=dataflow)
+    return CompiledFile(path, display, feature, sorted(set(diags)))
 
 
 def scenario_files(paths: Iterable[Path]) -> tuple[list[Path], list[Diagnostic]]:

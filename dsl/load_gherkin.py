@@ -103,7 +103,7 @@ class _Builder:
             location=self.loc(node),
             syntax="gherkin",
         )
-        return (None, self.diags) if self.diags else (feature, [])
+        return feature, self.diags
 
     def scenario(self, node: dict[str, Any]) -> ir.Scenario:
         if node.get("examples"):

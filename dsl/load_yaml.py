@@ -134,8 +134,7 @@ def load_yaml(text: str, display: str, registry: Registry) -> tuple[ir.Feature |
         ]
     diags = [_schema_diagnostic(err, positions) for err in _VALIDATOR.iter_errors(data)]
     feature, more = _Builder(registry, positions, display).feature(data)
-    diags += more
-    return (None, diags) if diags else (feature, [])
+    return feature, diags + more
 
 
 def _schema_diagnostic(err: Any, positions: dict[Path_, Location]) -> Diagnostic:
@@ -208,7 +207,7 @@ class _Builder:
             feature = ir.Feature(
                 name=scenario.name, background=background, scenarios=(scenario,), location=Location(self.display), syntax="yaml"
             )
-        return (None, self.diags) if self.diags else (feature, [])
+        return feature, self.diags
 
     def tags(self, data: dict[str, Any]) -> ir.Tags:
         return ir.Tags(
