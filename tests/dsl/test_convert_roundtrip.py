@@ -65,5 +65,5 @@ def test_a_parameter_outside_the_phrase_cannot_become_gherkin(tmp_path: Path) ->
     path = tmp_path / "t.yaml"
     path.write_text("title: T\nsteps:\n  - count: {count: 1, tolerance: 2}\n")
     compiled = compile_file(path, reg, display="t.yaml")
-    with pytest.raises(RenderError, match="t.yaml:3:5: t.count: parameter 'tolerance' is not part of the Gherkin phrase"):
+    with pytest.raises(RenderError, match=r"t\.yaml:3:5: t\.count: parameter 'tolerance' is not part of the Gherkin phrase"):
         to_gherkin(compiled.feature)

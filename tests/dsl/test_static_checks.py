@@ -79,7 +79,8 @@ def test_check6_mutation_without_compensation(compile_source: Callable[..., Comp
 def test_duplicate_scenario_names_and_ids_in_a_file(compile_source: Callable[..., CompiledFile]) -> None:
     text = "@id:B5\nFeature: F\n  Scenario: S\n    Then there are 3 pods\n  Scenario: S\n    Then there are 4 pods\n"
     assert messages(compile_source(text)) == [
-        "s.feature:5:3: scenario id 'B5' is used twice (first at line 3) — ids name one scenario each; put @id on the scenarios, not the feature",
+        "s.feature:5:3: scenario id 'B5' is used twice (first at line 3) — "
+        "ids name one scenario each; put @id on the scenarios, not the feature",
         "s.feature:5:3: scenario name 'S' is used twice (first at line 3) — give each scenario its own name",
     ]
 
