@@ -109,11 +109,11 @@ def _report(files: list[CompiledFile], extra: list) -> bool:
 
 def cmd_lint(args: argparse.Namespace, _: list[str]) -> int:
     design_ids, source = _design(args)
+    target = load_target(args.target) if args.target else None
     files, extra = compile_paths(args.paths, _registry(), design_ids=design_ids, design_source=source)
     ok = _report(files, extra)
     scenarios = sum(len(f.feature.scenarios) for f in files if f.feature)
-    if args.target:
-        target = load_target(args.target)
+    if target is not None:
         for f in files:
             for s in f.feature.scenarios if f.feature else ():
                 missing = sorted(f.feature.needs(s) - set(target.capabilities))
