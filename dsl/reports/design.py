@@ -23,6 +23,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+
 from stepgraph.dsl.reports.errors import InputError, read_text
 
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdown", ".mkd"}
@@ -163,7 +164,7 @@ def _table_rows(tokens: list[Token], start: int, lines: list[str], path: str) ->
             rows[-1].append(tok.content)
     if not rows or not rows[0] or rows[0][0].strip().lower() not in ID_HEADER_NAMES:
         return
-    for cells, line in zip(rows[1:], row_lines[1:]):
+    for cells, line in zip(rows[1:], row_lines[1:], strict=True):
         rid = normalise_id(cells[0]) if cells else ""
         if not ID_PATTERN.match(rid):
             continue

@@ -22,6 +22,7 @@ from typing import Any
 import jsonschema
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
 from stepgraph.dsl.reports.errors import InputError, node_position, read_text
 
 _COUNTS = {"type": "integer", "minimum": 0}

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
 from stepgraph.dsl.reports.errors import InputError, node_position, read_text
 from stepgraph.dsl.reports.results import write_atomically
 

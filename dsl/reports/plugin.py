@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from pytest_bdd.parser import Feature, Scenario, Step
+
 from stepgraph.dsl.reports import cucumber, junit, results
 from stepgraph.dsl.reports.records import StepRun, build_record, phase_of, scenario_run
 
@@ -72,7 +73,9 @@ class RecordsPlugin:
         current.duration_s = time.perf_counter() - current.started
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         run = scenario_run(item)
         run.phases[report.when] = phase_of(report)

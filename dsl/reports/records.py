@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from pytest_bdd.parser import Scenario, ScenarioTemplate, Step
 from pytest_bdd.scenario import scenario_wrapper_template_registry
+
 from stepgraph.dsl.reports.environment import facts_for
 
 ID_TAG = "id:"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+
 from stepgraph.dsl.reports.results import write_atomically
 from stepgraph.dsl.reports.trace import FAILING
 

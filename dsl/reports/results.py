@@ -19,6 +19,7 @@ from typing import Any
 import fastjsonschema
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
+
 from stepgraph.dsl.reports.errors import InputError, node_position, read_text
 
 SCHEMA_ID = "stepgraph-results/1"

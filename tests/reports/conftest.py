@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["pytester"]
+
+def pytest_configure(config: pytest.Config) -> None:
+    # `pytest_plugins` is only allowed in the root conftest; load pytester for these black-box runs.
+    if not config.pluginmanager.has_plugin("pytester"):
+        config.pluginmanager.import_plugin("pytester")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Reference data lives in `shared/`, a sibling of the repo root (of a worktree's parent folders too).

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXTERNAL_DOC, OUR_PLAN
+
 from stepgraph.dsl.reports.design import parse_design_doc, parse_design_text
 from stepgraph.dsl.reports.errors import InputError
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SAMPLE_EXPECTED, run_sample
+
 from stepgraph.dsl.reports import results
 from stepgraph.dsl.reports.cli import main
 

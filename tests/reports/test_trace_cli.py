@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import EXTERNAL_DOC, run_sample
 from factories import DOC, record, write_results
-from stepgraph.dsl.reports.cli import main
 from test_design_parser import REQUIRED
+
+from stepgraph.dsl.reports.cli import main
 
 
 @pytest.fixture

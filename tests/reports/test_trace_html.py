@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from factories import DOC, record, write_results
+
 from stepgraph.dsl.reports.cli import main
 
 CHROMIUM = Path("/usr/bin/chromium")
