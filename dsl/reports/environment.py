@@ -13,6 +13,10 @@ the facts into every scenario record when the scenario finishes, so they survive
 A fingerprint is a flat mapping of names to strings: on the twin its version and world; on a live
 cluster the Kubernetes, driver and NVML versions and the GPU SKU. Calling these while the plugin is
 inert (no report option given) is harmless.
+
+Without any call, the facts of the DSL's target session are used (`run_info(config)`): the
+target's name, `world` and `seed` facts if it has them, and its other scalar facts (or its
+`fingerprint` mapping) as the fingerprint. Explicit calls override them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+from stepgraph.dsl.runinfo import run_info
 
 FACT_NAMES = ("target", "world", "seed", "fingerprint")
 RUN_FACTS = pytest.StashKey[dict[str, Any]]()
@@ -49,10 +55,23 @@ def record_scenario_facts(item: pytest.Item, *, target: str | None = None, world
     _merge(item.stash.setdefault(SCENARIO_FACTS, {}), target, world, seed, fingerprint)
 
 
+def session_facts(config: pytest.Config) -> dict[str, Any]:
+    """What the DSL's target session says about itself, in our four fact names."""
+    info = run_info(config)
+    facts = info.facts
+    fingerprint = facts.get("fingerprint")
+    if not isinstance(fingerprint, dict):
+        fingerprint = {k: v for k, v in facts.items()
+                       if k not in FACT_NAMES and isinstance(v, str | int | float | bool)}
+    return {"target": info.target_name or facts.get("target"), "world": facts.get("world"),
+            "seed": facts.get("seed"), "fingerprint": {str(k): str(v) for k, v in fingerprint.items()}}
+
+
 def facts_for(item: pytest.Item) -> dict[str, Any]:
-    """The run's facts overlaid with the scenario's own."""
+    """The target session's facts, overlaid with the run's recorded facts, then the scenario's own."""
     facts = {"target": None, "world": None, "seed": None, "fingerprint": {}}
-    for source in (item.config.stash.get(RUN_FACTS, {}), item.stash.get(SCENARIO_FACTS, {})):
+    sources = (session_facts(item.config), item.config.stash.get(RUN_FACTS, {}), item.stash.get(SCENARIO_FACTS, {}))
+    for source in sources:
         for name in FACT_NAMES:
             if name == "fingerprint":
                 facts["fingerprint"] = {**facts["fingerprint"], **source.get("fingerprint", {})}

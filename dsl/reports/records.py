@@ -10,7 +10,9 @@ all of its steps (as `skipped`), and errors in setup or teardown are `error`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +20,7 @@ from pytest_bdd.parser import Scenario, ScenarioTemplate, Step
 from pytest_bdd.scenario import scenario_wrapper_template_registry
 
 from stepgraph.dsl.reports.environment import facts_for
+from stepgraph.dsl.runinfo import run_info
 
 ID_TAG = "id:"
 DESIGN_TAG = "design:"
@@ -83,7 +86,8 @@ def build_record(item: pytest.Item, run: ScenarioRun) -> dict[str, Any] | None:
     feature = template.feature
     tags = sorted(scenario.tags | feature.tags | (template.rule.tags if template.rule else set()))
     outcome, reason = _outcome(run)
-    steps = [_step_record(step, run.steps[k] if k < len(run.steps) else None, outcome, reason)
+    source, line_of = _source(item, feature.filename, template.name)
+    steps = [_step_record(step, run.steps[k] if k < len(run.steps) else None, outcome, reason, line_of)
              for k, step in enumerate(scenario.steps)]
     facts = facts_for(item)
     return {
@@ -92,9 +96,9 @@ def build_record(item: pytest.Item, run: ScenarioRun) -> dict[str, Any] | None:
         "design": design_ids(tags),
         "name": scenario.name,
         "keyword": template.keyword,
-        "line": scenario.line_number,
+        "line": line_of(scenario.line_number),
         "tags": tags,
-        "feature": {"name": feature.name, "file": feature.rel_filename, "line": feature.line_number,
+        "feature": {"name": feature.name, "file": source, "line": line_of(feature.line_number),
                     "keyword": feature.keyword, "tags": sorted(feature.tags)},
         "outcome": outcome,
         "reason": reason,
@@ -116,6 +120,16 @@ def scenario_id(item: pytest.Item, tags: list[str]) -> str | None:
     if base is None or callspec is None or "_pytest_bdd_example" not in callspec.params:
         return base
     return f"{base}[{callspec.id}]"
+
+
+def _source(item: pytest.Item, feature_file: str, scenario_name: str) -> tuple[str, Callable[[int], int]]:
+    """The file the user wrote and a map from .feature lines to its lines (YAML scenarios run as generated Gherkin)."""
+    info = run_info(item.config).scenario(feature_file, scenario_name)
+    if info is not None:
+        return info.source, lambda line: info.location_of(line).line
+    path = Path(feature_file)
+    root = item.config.rootpath
+    return (path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)), lambda line: line
 
 
 def design_ids(tags: list[str]) -> list[str]:
@@ -145,8 +159,9 @@ def _outcome(run: ScenarioRun) -> tuple[str, str | None]:
     return "passed", None
 
 
-def _step_record(step: Step, seen: StepRun | None, outcome: str, reason: str | None) -> dict[str, Any]:
-    record: dict[str, Any] = {"keyword": step.keyword, "name": step.name, "line": step.line_number,
+def _step_record(step: Step, seen: StepRun | None, outcome: str, reason: str | None,
+                 line_of: Callable[[int], int]) -> dict[str, Any]:
+    record: dict[str, Any] = {"keyword": step.keyword, "name": step.name, "line": line_of(step.line_number),
                               "status": "skipped", "duration_s": 0.0}
     if seen is not None:
         status = seen.status

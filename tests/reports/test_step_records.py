@@ -162,3 +162,18 @@ def test_a_feature_that_does_not_parse_is_reported_not_lost(sample_project: pyte
     assert main(["--design", str(doc), "--results", str(sample_project.path / "results.json"), "--out", str(tmp_path / "o"),
                  "--format", "md", "--allow-orphans"]) == 0
     assert "**Collection errors**" in (tmp_path / "o" / "trace.md").read_text()
+
+
+def test_dsl_yaml_scenarios_point_at_the_yaml_and_carry_the_target(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml('[tool.pytest.ini_options]\nstepgraph_paths = ["scenarios"]\n')
+    pytester.mkdir("scenarios")
+    (pytester.path / "scenarios" / "wait.yaml").write_text(
+        "id: W1\ntitle: Waiting on the target clock\ndesign: [C1]\nsteps:\n"
+        "  - note_time: {as: t0}\n  - bind: {value: busy, as: state}\n  - wait: {duration: 1 tick}\n"
+        "  - value_is: {name: $state, value: ready}\n")
+    run_sample(pytester, "--stepgraph-results=results.json")
+    (record,) = results.load(pytester.path / "results.json")["scenarios"]
+    assert (record["id"], record["design"], record["feature"]["file"]) == ("W1", ["C1"], "scenarios/wait.yaml")
+    assert [step["line"] for step in record["steps"]] == [5, 6, 7, 8]
+    assert [step["status"] for step in record["steps"]] == ["passed", "passed", "passed", "failed"]
+    assert record["target"] == "local"  # from the DSL's target session, with no record_environment call
