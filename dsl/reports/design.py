@@ -208,3 +208,8 @@ def _first_sentence(text: str, limit: int = 90) -> str:
     plain = " ".join(re.sub(r"[*`]", "", text).split())
     sentence = re.split(r"(?<=[.!?])\s", plain, maxsplit=1)[0]
     return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
+
+
+def requirement_ids(path: str | Path) -> set[str]:
+    """Every id a design document defines (requirements and sections), e.g. for the DSL's static check 9."""
+    return set(parse_design_doc(path).requirements)

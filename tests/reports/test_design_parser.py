@@ -103,3 +103,9 @@ def test_our_plan_defines_exactly_the_required_ids_as_requirements() -> None:
     assert doc.coverage_ids() == REQUIRED
     assert {req.kind for rid, req in doc.requirements.items() if rid in REQUIRED} == {"heading"}
     assert doc.requirements["8.5.7"].title == "A conflicting tenant gets the safe default on its GPU only"
+
+
+def test_requirement_ids_include_sections_for_linking() -> None:
+    from stepgraph.dsl.reports.design import requirement_ids
+
+    assert {"8.5", "8.5.7", "A1"} <= requirement_ids(OUR_PLAN)
