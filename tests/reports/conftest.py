@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -136,6 +138,27 @@ def _world(request):
 SAMPLE_EXPECTED = {  # scenario id → outcome the sample must produce
     "B2": "passed", "B4": "failed", "C1": "undefined", "B7": "skipped", "E3": "skipped", "C2": "error", "C3": "error",
 }
+
+
+OUTPUTS = ("--stepgraph-results=out/results.json", "--stepgraph-cucumber=out/cucumber.json",
+           "--stepgraph-junit=out/junit.xml", "--junitxml=out/pytest-junit.xml")
+SAMPLE_MODES = {"single-process": ["--cucumberjson=bdd.json"], "xdist-2-workers": ["-n", "2"]}
+
+
+@pytest.fixture(scope="session")
+def sample_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The sample feature run once per mode (it is the slow part); tests read the files it wrote."""
+    runs = {}
+    for mode, extra in SAMPLE_MODES.items():
+        folder = tmp_path_factory.mktemp(mode)
+        (folder / "power.feature").write_text(SAMPLE_FEATURE)
+        (folder / "test_power.py").write_text(SAMPLE_STEPS)
+        (folder / "conftest.py").write_text(SAMPLE_CONFTEST)
+        done = subprocess.run([sys.executable, "-m", "pytest", *NO_MISSING_PLUGINS, "-p", "no:cacheprovider", *OUTPUTS, *extra],
+                              cwd=folder, capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout + done.stderr
+        runs[mode] = folder
+    return runs
 
 
 @pytest.fixture

@@ -7,24 +7,19 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_EXPECTED, run_sample
+from conftest import SAMPLE_EXPECTED, SAMPLE_MODES, run_sample
 
 from stepgraph.dsl.reports import results
 from stepgraph.dsl.reports.cli import main
-
-OUTPUTS = ("--stepgraph-results", "out/results.json", "--stepgraph-cucumber", "out/cucumber.json",
-           "--stepgraph-junit", "out/junit.xml")
 
 
 def _by_id(document: dict) -> dict[str, dict]:
     return {record["id"]: record for record in document["scenarios"]}
 
 
-@pytest.fixture(params=[[], ["-n", "2"]], ids=["single-process", "xdist-2-workers"])
-def run(request: pytest.FixtureRequest, sample_project: pytest.Pytester) -> dict:
-    outcome = run_sample(sample_project, *OUTPUTS, *request.param)
-    assert outcome.ret == pytest.ExitCode.TESTS_FAILED, outcome.stdout.str()
-    return results.load(sample_project.path / "out" / "results.json")
+@pytest.fixture(params=list(SAMPLE_MODES))
+def run(request: pytest.FixtureRequest, sample_runs: dict[str, Path]) -> dict:
+    return results.load(sample_runs[request.param] / "out" / "results.json")
 
 
 def test_every_scenario_is_recorded_with_its_true_outcome(run: dict) -> None:
@@ -71,16 +66,14 @@ def test_records_carry_design_links_and_environment_facts(run: dict) -> None:
     assert all(step["duration_s"] >= 0 for record in run["scenarios"] for step in record["steps"])
 
 
-def test_xdist_records_come_from_the_workers(sample_project: pytest.Pytester) -> None:
-    run_sample(sample_project, *OUTPUTS, "-n", "2")
-    document = results.load(sample_project.path / "out" / "results.json")
+def test_xdist_records_come_from_the_workers(sample_runs: dict[str, Path]) -> None:
+    document = results.load(sample_runs["xdist-2-workers"] / "out" / "results.json")
     assert {record["worker"] for record in document["scenarios"]} == {"gw0", "gw1"}
 
 
-def test_cucumber_json_is_strict_where_pytest_bdds_is_not(sample_project: pytest.Pytester) -> None:
-    run_sample(sample_project, *OUTPUTS, "--cucumberjson=bdd.json")
-    ours = json.loads((sample_project.path / "out" / "cucumber.json").read_text())
-    theirs = json.loads((sample_project.path / "bdd.json").read_text())
+def test_cucumber_json_is_strict_where_pytest_bdds_is_not(sample_runs: dict[str, Path]) -> None:
+    ours = json.loads((sample_runs["single-process"] / "out" / "cucumber.json").read_text())
+    theirs = json.loads((sample_runs["single-process"] / "bdd.json").read_text())
     elements = {el["name"]: el for feature in ours for el in feature["elements"]}
     assert len(elements) == 7
     assert [s["result"]["status"] for s in elements["Planner flips a cap"]["steps"]] == ["passed", "undefined", "skipped"]
@@ -96,9 +89,9 @@ def test_cucumber_json_is_strict_where_pytest_bdds_is_not(sample_project: pytest
     assert [s["result"]["status"] for s in elements["Hostengine restarts"]["steps"]] == ["passed", "skipped"]
 
 
-def test_junit_xml_maps_outcomes_strictly(sample_project: pytest.Pytester) -> None:
-    run_sample(sample_project, *OUTPUTS, "-n", "2")
-    suite = ET.parse(sample_project.path / "out" / "junit.xml").getroot().find("testsuite")
+@pytest.mark.parametrize("mode", list(SAMPLE_MODES))
+def test_junit_xml_maps_outcomes_strictly(sample_runs: dict[str, Path], mode: str) -> None:
+    suite = ET.parse(sample_runs[mode] / "out" / "junit.xml").getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("7", "2", "2", "2")
     cases = {case.get("name"): case for case in suite.iter("testcase")}
     assert cases["Planner flips a cap"].find("failure").get("type") == "undefined"
@@ -107,9 +100,9 @@ def test_junit_xml_maps_outcomes_strictly(sample_project: pytest.Pytester) -> No
     assert cases["Caps land on every GPU"].find("failure") is None
 
 
-def test_records_never_leak_into_pytests_own_junit(sample_project: pytest.Pytester) -> None:
-    run_sample(sample_project, *OUTPUTS, "--junitxml=out/pytest-junit.xml")
-    assert "stepgraph.scenario-record" not in (sample_project.path / "out" / "pytest-junit.xml").read_text()
+@pytest.mark.parametrize("mode", list(SAMPLE_MODES))
+def test_records_never_leak_into_pytests_own_junit(sample_runs: dict[str, Path], mode: str) -> None:
+    assert "stepgraph.scenario-record" not in (sample_runs[mode] / "out" / "pytest-junit.xml").read_text()
 
 
 def test_plugin_is_inert_without_an_output_option(sample_project: pytest.Pytester) -> None:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import EXTERNAL_DOC, run_sample
+from conftest import EXTERNAL_DOC
 from factories import DOC, record, write_results
 from test_design_parser import REQUIRED
 
@@ -184,9 +184,9 @@ def test_formats_select_the_files_written(tmp_path: Path, doc: Path) -> None:
 
 
 @pytest.mark.skipif(not EXTERNAL_DOC.exists(), reason=f"Dynamo's test plan is not at {EXTERNAL_DOC}")
-def test_trace_against_the_real_document_lists_every_required_id(sample_project: pytest.Pytester, tmp_path: Path) -> None:
-    run_sample(sample_project, "--stepgraph-results", "results.json")
-    code, result = trace(tmp_path, "--design", str(EXTERNAL_DOC), "--results", str(sample_project.path / "results.json"))
+def test_trace_against_the_real_document_lists_every_required_id(sample_runs: dict[str, Path], tmp_path: Path) -> None:
+    results_file = sample_runs["xdist-2-workers"] / "out" / "results.json"
+    code, result = trace(tmp_path, "--design", str(EXTERNAL_DOC), "--results", str(results_file))
     assert code == 0
     listed = [row["id"] for row in result["documents"][0]["requirements"]]
     assert [rid for rid in REQUIRED if rid not in listed] == []
