@@ -192,3 +192,20 @@ def test_trace_against_the_real_document_lists_every_required_id(sample_runs: di
     assert [rid for rid in REQUIRED if rid not in listed] == []
     rows = {row["id"]: row for row in result["documents"][0]["requirements"]}
     assert (rows["8.5.4"]["status"], rows["C1"]["status"], rows["B7"]["status"]) == ("passed", "failing", "skipped")
+
+
+def test_a_catalog_run_keeps_the_previous_results_as_baseline(tmp_path: Path, doc: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from stepgraph.dsl.reports import run_reports
+
+    out = tmp_path / "reports"
+    assert run_reports.keep_previous(out) is None
+    out.mkdir()
+    write_results(out / "results.json", [record("B1")], started="2026-11-29T05:00:00")
+    previous = run_reports.keep_previous(out)
+    assert previous == out / "previous" / "results.json" and not (out / "results.json").exists()
+    assert run_reports.pytest_args(out)[0] == f"--stepgraph-results={out / 'results.json'}"
+    write_results(out / "results.json", [record("B1", "failed")])
+    assert run_reports.write_trace(out, [doc], baseline=previous) == 0
+    assert "🔴 new failure `B1`" in (out / "trace.md").read_text()
+    assert sorted(p.name for p in out.iterdir()) == ["previous", "results.json", "trace.html", "trace.json", "trace.md"]
