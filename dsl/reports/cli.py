@@ -8,6 +8,7 @@ unreadable file, a scenario claiming an id no document defines, …), reported a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     trace = build_trace(inputs)
     if args.update_lock:
         write_lock(args.lock, lock_entries(trace))
-        trace = build_trace(Inputs(**{**inputs.__dict__, "lock": lock_entries(trace)}))
+        trace = build_trace(dataclasses.replace(inputs, lock=lock_entries(trace)))
     out = Path(args.out)
     for fmt in formats:
         render.write(trace, fmt, out / f"trace.{fmt}")

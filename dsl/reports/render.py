@@ -13,6 +13,7 @@ from stepgraph.dsl.reports.results import write_atomically
 from stepgraph.dsl.reports.trace import FAILING
 
 PR_COMMENT_LIMIT = 65_000  # GitHub refuses comments over 65,536 characters
+MD_LIST_LIMIT = 50  # per list in the Markdown; the HTML and JSON have them all
 ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "undefined": "❓", "skipped": "⏭️", "uncovered": "·",
          "failing": "❌"}
 PRECEDENCE = ("error", "failed", "undefined", "passed", "skipped")
@@ -40,8 +41,15 @@ def _environment(autoescape: bool) -> Environment:
     env = Environment(loader=PackageLoader("stepgraph.dsl.reports", "templates"), autoescape=autoescape,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.globals.update(cell=cell, icons=ICONS, failures=failures)
-    env.filters["md"] = lambda text: str(text or "").replace("|", "\\|").replace("\n", " ")
+    env.filters["md"] = _markdown_inline
+    env.globals["limit"] = MD_LIST_LIMIT
     return env
+
+
+def _markdown_inline(text: object) -> str:
+    """Free text (failure messages, titles) safe inside a Markdown table cell or list item of a PR comment."""
+    return (str(text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|").replace("\n", " "))
 
 
 def render_markdown(trace: dict[str, Any]) -> str:

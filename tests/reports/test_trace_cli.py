@@ -209,3 +209,15 @@ def test_a_catalog_run_keeps_the_previous_results_as_baseline(tmp_path: Path, do
     assert run_reports.write_trace(out, [doc], baseline=previous) == 0
     assert "🔴 new failure `B1`" in (out / "trace.md").read_text()
     assert sorted(p.name for p in out.iterdir()) == ["previous", "results.json", "trace.html", "trace.json", "trace.md"]
+
+
+def test_markdown_keeps_long_lists_short_and_messages_inert(tmp_path: Path) -> None:
+    big = tmp_path / "big.md"
+    big.write_text("# Big\n\n| ID | What |\n|---|---|\n" + "".join(f"| R{i} | requirement {i} |\n" for i in range(120)))
+    failing = [record(f"S{i}", "failed", [f"R{i}"]) for i in range(120)]
+    failing[0]["reason"] = "expected <b>300</b> | got 280"
+    run = write_results(tmp_path / "r.json", failing)
+    assert trace(tmp_path, "--design", str(big), "--results", str(run), "--format", "md")[0] == 0
+    text = (tmp_path / "out" / "trace.md").read_text()
+    assert text.count("← `S") == 50 and "… and 70 more (see trace.html)" in text
+    assert "expected &lt;b&gt;300&lt;/b&gt; \\| got 280" in text
