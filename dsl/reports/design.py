@@ -128,27 +128,20 @@ def _headings(tokens: list[Token], n_lines: int) -> list[_Heading]:
 
 
 def _requirements(tokens: list[Token], headings: list[_Heading], lines: list[str], path: str) -> Iterable[Requirement]:
-    def source(start: int, end: int) -> str:
-        return "\n".join(lines[start:end])
-
-    for head in headings:
-        if head.rid:
-            kind = "section" if head.is_section else "heading"
-            yield Requirement(head.rid, head.title, kind, path, head.start + 1, content_hash(source(head.start, head.end)))
-
-    current: _Heading | None = None
+    """Every requirement in document order (so "defined twice" names the earlier one first)."""
     heads = iter(headings)
-    pending = next(heads, None)
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
+    current: _Heading | None = None
+    for i, tok in enumerate(tokens):
         if tok.type == "heading_open":
-            current, pending = pending, next(heads, None)
+            current = next(heads)
+            if current.rid:
+                kind = "section" if current.is_section else "heading"
+                text = "\n".join(lines[current.start:current.end])
+                yield Requirement(current.rid, current.title, kind, path, current.start + 1, content_hash(text))
         elif tok.type == "table_open":
             yield from _table_rows(tokens, i, lines, path)
         elif tok.type == "ordered_list_open" and tok.level == 0 and current and current.is_section:
             yield from _numbered_items(tokens, i, current, lines, path)
-        i += 1
 
 
 def _table_rows(tokens: list[Token], start: int, lines: list[str], path: str) -> Iterable[Requirement]:
