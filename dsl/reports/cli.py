@@ -59,11 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--update-lock needs --lock FILE")
     try:
         docs = [parse_design_doc(path) for path in args.design]
-        known = {rid for doc in docs for rid in doc.requirements}
         inputs = Inputs(
             docs=docs,
             runs=[load(path) for path in args.results],
-            lock=load_lock(args.lock, known) if args.lock and not args.update_lock else None,
+            lock=load_lock(args.lock, docs) if args.lock and not args.update_lock else None,
             expectations=load_expectations(args.expect) if args.expect else None,
             baseline=[load(path) for path in args.baseline] if args.baseline else None,
             only=args.only,

@@ -24,7 +24,7 @@ TRACE_SCHEMA = "stepgraph-trace/1"
 class Inputs:
     docs: list[DesignDoc]
     runs: list[dict[str, Any]]  # results documents, any order
-    lock: dict[str, dict[str, str]] | None = None  # scenario key → {requirement id: reviewed hash}
+    lock: dict[str, dict[str, dict[str, str]]] | None = None  # doc path → scenario key → {id: reviewed hash}
     expectations: list[Expectation] | None = None
     baseline: list[dict[str, Any]] | None = None
     only: list[str] | None = None  # glob patterns limiting the requirements counted
@@ -49,7 +49,7 @@ def build_trace(inputs: Inputs) -> dict[str, Any]:
     scenarios = _scenarios(current)
     known = {rid for doc in inputs.docs for rid in doc.requirements}
     lock = inputs.lock or {}
-    documents = [_document(doc, scenarios, lock, inputs.only) for doc in inputs.docs]
+    documents = [_document(doc, scenarios, lock.get(doc.path, {}), inputs.only) for doc in inputs.docs]
     orphans = [
         {"scenario": key, "name": s["name"], "where": s["where"], "ids": missing}
         for key, s in scenarios.items() if (missing := [rid for rid in s["design"] if rid not in known])
@@ -165,11 +165,13 @@ def diff(baseline: list[dict[str, Any]], runs: list[dict[str, Any]]) -> dict[str
     return result
 
 
-def lock_entries(trace: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """The review lock that accepts every current link at its requirement's current wording."""
-    lock: dict[str, dict[str, str]] = defaultdict(dict)
+def lock_entries(trace: dict[str, Any]) -> dict[str, dict[str, dict[str, str]]]:
+    """The review lock that accepts every current link at its requirement's current wording, per document."""
+    lock: dict[str, dict[str, dict[str, str]]] = {}
     for doc in trace["documents"]:
+        links: dict[str, dict[str, str]] = defaultdict(dict)
         for row in doc["requirements"]:
             for link in row["links"]:
-                lock[link["scenario"]][row["id"]] = row["hash"]
-    return {key: dict(sorted(ids.items())) for key, ids in sorted(lock.items())}
+                links[link["scenario"]][row["id"]] = row["hash"]
+        lock[doc["path"]] = {key: dict(sorted(ids.items())) for key, ids in sorted(links.items())}
+    return lock

@@ -68,8 +68,8 @@ def test_links_turn_suspect_when_the_requirement_text_changes(tmp_path: Path, do
     run = write_results(tmp_path / "r.json", [record("B1"), record("B2")])
     lock = tmp_path / "review.lock.json"
     assert trace(tmp_path, "--design", str(doc), "--results", str(run), "--lock", str(lock), "--update-lock")[0] == 0
-    assert json.loads(lock.read_text())["links"]["B1"] == {"B1": next(
-        r["hash"] for r in json.loads((tmp_path / "out" / "trace.json").read_text())["documents"][0]["requirements"] if r["id"] == "B1")}
+    rows = json.loads((tmp_path / "out" / "trace.json").read_text())["documents"][0]["requirements"]
+    assert json.loads(lock.read_text())["documents"]["plan.md"]["B1"] == {"B1": next(r["hash"] for r in rows if r["id"] == "B1")}
     _, unchanged = trace(tmp_path, "--design", str(doc), "--results", str(run), "--lock", str(lock))
     assert unchanged["totals"]["suspect"] == 0
     doc.write_text(DOC.replace("| B1 | pods are listed |", "| B1 | pods are listed, sorted by name |"))
@@ -78,12 +78,26 @@ def test_links_turn_suspect_when_the_requirement_text_changes(tmp_path: Path, do
     assert "B1" in (tmp_path / "out" / "trace.md").read_text().split("**Suspect links**")[1]
 
 
+def test_the_same_id_in_two_documents_is_reviewed_per_document(tmp_path: Path, doc: Path) -> None:
+    theirs = tmp_path / "theirs" / "plan.md"
+    theirs.parent.mkdir()
+    theirs.write_text("# Theirs\n\n| ID | Assertion |\n|---|---|\n| B1 | five pods, three DGD labels |\n")
+    run = write_results(tmp_path / "r.json", [record("B1")])
+    lock = tmp_path / "review.lock.json"
+    both = ["--design", str(doc), str(theirs), "--results", str(run), "--lock", str(lock)]
+    assert trace(tmp_path, *both, "--update-lock")[0] == 0
+    assert sorted(json.loads(lock.read_text())["documents"]) == ["plan.md", "theirs/plan.md"]
+    theirs.write_text(theirs.read_text().replace("five pods", "six pods"))
+    _, result = trace(tmp_path, *both)
+    assert [d["suspect"] for d in result["documents"]] == [[], [{"id": "B1", "scenario": "B1"}]]
+
+
 def test_unknown_requirement_in_the_lock_is_an_error_at_its_line(tmp_path: Path, doc: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = write_results(tmp_path / "r.json", [record("B1")])
     lock = tmp_path / "review.lock.json"
-    lock.write_text('{"schema": "stepgraph-review-lock/1",\n "links": {\n  "B1": {"B1": "abc",\n         "Q7": "def"}}}\n')
+    lock.write_text('{"schema": "stepgraph-review-lock/1",\n "documents": {"plan.md": {\n  "B1": {"B1": "abc",\n         "Q7": "def"}}}}\n')
     assert trace(tmp_path, "--design", str(doc), "--results", str(run), "--lock", str(lock))[0] == 2
-    assert f"{lock}:4:10: unknown requirement id 'Q7' (scenario 'B1')" in capsys.readouterr().err
+    assert f"{lock}:4:10: unknown requirement id 'Q7' in plan.md (scenario 'B1')" in capsys.readouterr().err
 
 
 def test_expected_outcomes_per_world_are_checked(tmp_path: Path, doc: Path, capsys: pytest.CaptureFixture[str]) -> None:
