@@ -26,14 +26,18 @@ def cell(row: dict[str, Any], column: str) -> str:
 
 
 def failures(trace: dict[str, Any]) -> list[dict[str, Any]]:
-    found = []
+    """One entry per failing (scenario, target/world), with every requirement it claims across the documents."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
     for number, doc in enumerate(trace["documents"], start=1):
         for row in doc["requirements"]:
             for link in row["links"]:
                 for column, result in link["results"].items():
                     if result["outcome"] in FAILING:
-                        found.append({"id": row["id"], "doc": number, "scenario": link["scenario"], "column": column, **result})
-    return found
+                        entry = found.setdefault((link["scenario"], column), {
+                            "scenario": link["scenario"], "column": column, "refs": [], **result})
+                        if row["id"] not in [ref["id"] for ref in entry["refs"]]:
+                            entry["refs"].append({"id": row["id"], "doc": number})
+    return list(found.values())
 
 
 @cache  # templates compile once per process

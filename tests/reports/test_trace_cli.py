@@ -235,3 +235,12 @@ def test_markdown_keeps_long_lists_short_and_messages_inert(tmp_path: Path) -> N
     text = (tmp_path / "out" / "trace.md").read_text()
     assert text.count("← `S") == 50 and "… and 70 more (see trace.html)" in text
     assert "expected &lt;b&gt;300&lt;/b&gt; \\| got 280" in text
+
+
+def test_a_failure_is_listed_once_with_every_requirement_it_claims(tmp_path: Path, doc: Path) -> None:
+    other = tmp_path / "other.md"
+    other.write_text("# Other\n\n| ID | Assertion |\n|---|---|\n| B1 | listed |\n| B2 | capped |\n")
+    run = write_results(tmp_path / "r.json", [record("S1", "failed", ["B1", "B2"])])
+    assert trace(tmp_path, "--design", str(doc), str(other), "--results", str(run), "--format", "md")[0] == 0
+    text = (tmp_path / "out" / "trace.md").read_text()
+    assert "**Failing** (1):\n- ❌ **B1, B2** ← `S1` on twin / stub-workers: failed" in text
