@@ -113,7 +113,8 @@ def _headings(tokens: list[Token], n_lines: int) -> list[_Heading]:
     for i, tok in enumerate(tokens):
         if tok.type != "heading_open" or tok.map is None:
             continue
-        text = tokens[i + 1].content.strip()
+        # Text only: `### <a id="B5"></a>B5 — …` keeps its anchor out of the id and title.
+        text = "".join(c.content for c in tokens[i + 1].children or [] if c.type != "html_inline").strip()
         match = _HEADING.match(text)
         rid = title = None
         is_section = False

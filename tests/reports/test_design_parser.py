@@ -109,3 +109,9 @@ def test_requirement_ids_include_sections_for_linking() -> None:
     from stepgraph.dsl.reports.design import requirement_ids
 
     assert {"8.5", "8.5.7", "A1"} <= requirement_ids(OUR_PLAN)
+
+
+def test_inline_anchors_and_setext_headings_are_understood() -> None:
+    doc = parse_design_text('# D\n\n### <a id="B5"></a>B5 — Conflict stays local\n\nC7 Setext style\n---------------\n')
+    assert [(r.id, r.title, r.kind) for r in doc.requirements.values()] == [
+        ("B5", "Conflict stays local", "heading"), ("C7", "Setext style", "heading")]
