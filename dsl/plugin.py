@@ -262,6 +262,7 @@ def _register_steps(namespace: dict[str, Any], registry: Registry, filename: str
 
 def _step_function(decl: StepDecl) -> Any:
     def step_function(sg_call: StepCall, stepgraph_scenario: ScenarioRuntime, request: pytest.FixtureRequest) -> Any:
+        __tracebackhide__ = True
         return stepgraph_scenario.run(sg_call, request.node.stash.get(STEP_LOCATION, None))
 
     step_function.__name__ = step_function.__qualname__ = decl.id.replace(".", "__")
@@ -280,6 +281,7 @@ class ScenarioRuntime:
         self.finalizers = FinalizerStack()
 
     def run(self, call: StepCall, location: Location | None) -> Any:
+        __tracebackhide__ = True
         ctx = StepContext(
             session=self.session,
             bindings=self.bindings,
@@ -357,6 +359,7 @@ def stepgraph_cache(stepgraph_session: TargetSession) -> dict[str, Any]:
 @pytest.fixture
 def stepgraph_scenario(stepgraph_session: TargetSession, stepgraph_cache: dict[str, Any]) -> Iterator[ScenarioRuntime]:
     """Bindings and finalizers of one scenario; the finalizers run at its teardown, always."""
+    __tracebackhide__ = True
     runtime = ScenarioRuntime(stepgraph_session, stepgraph_cache)
     try:
         yield runtime
