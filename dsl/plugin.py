@@ -33,7 +33,7 @@ from .execute import execute_call
 from .finalizers import FinalizerStack
 from .ir import Feature, Scenario, StepCall
 from .phrases import BIND_FIELD
-from .registry import REGISTRY, Registry, StepDecl
+from .registry import REGISTRY, Match, Registry, StepDecl, match_decl
 from .render import to_gherkin
 from .runinfo import RUN_INFO, RunInfo, ScenarioInfo, run_info
 from .target import Target, TargetConfigError, TargetSession, default_target_name, load_target
@@ -142,7 +142,7 @@ class ScenarioModule(pytest.Module):
         line_maps = _line_maps(feature_file, feature, compiled.display)
         module = types.ModuleType(self.path.stem)
         module.__file__ = str(self.path)
-        _register_steps(module.__dict__, registry, str(feature_file))
+        _register_steps(config, registry)
         for tag in {t for s in feature.scenarios for t in _scenario_tags(feature, s, compiled.display, self.path)}:
             register_tag_marker(config, tag)
         names: set[str] = set()
@@ -221,18 +221,17 @@ def _line_maps(feature_file: Path, feature: Feature, display: str) -> dict[str, 
 
 
 class DeclParser(StepParser):
-    """A pytest-bdd step parser backed by one step declaration."""
+    """A pytest-bdd step parser backed by one step declaration (results cached per step text)."""
 
-    def __init__(self, decl: StepDecl, registry: Registry) -> None:
+    def __init__(self, decl: StepDecl) -> None:
         super().__init__(decl.phrase.text)
         self.decl = decl
-        self.registry = registry
+        self._seen: dict[str, Match | None] = {}
 
-    def _match(self, text: str) -> Any:
-        for m in self.registry.match(text):
-            if m.decl is self.decl:
-                return m
-        return None
+    def _match(self, text: str) -> Match | None:
+        if text not in self._seen:
+            self._seen[text] = match_decl(self.decl, text)
+        return self._seen[text]
 
     def is_matching(self, name: str) -> bool:
         return self._match(name) is not None
@@ -249,15 +248,27 @@ class DeclParser(StepParser):
         return {"sg_call": call}
 
 
-def _register_steps(namespace: dict[str, Any], registry: Registry, filename: str) -> None:
-    """Register every declaration as a pytest-bdd step definition in `namespace`.
+REGISTERED = pytest.StashKey[set[str]]()
+
+
+def _register_steps(config: pytest.Config, registry: Registry) -> None:
+    """Register every declaration not yet registered as a pytest-bdd step definition, once per run.
 
     pytest-bdd's decorators put the step fixture into their caller's module namespace, so the
-    decoration runs as module-level code of `namespace`."""
-    namespace["_stepgraph_defs"] = [(DeclParser(decl, registry), _step_function(decl)) for decl in registry]
+    decoration runs as module-level code of a fresh module, which then becomes a pytest plugin:
+    its fixtures are visible to every scenario."""
+    done = config.stash.setdefault(REGISTERED, set())
+    new = [decl for decl in registry if decl.id not in done]
+    if not new:
+        return
+    module = types.ModuleType(f"stepgraph_steps_{len(done)}")
+    namespace = module.__dict__
+    namespace["_stepgraph_defs"] = [(DeclParser(decl), _step_function(decl)) for decl in new]
     namespace["_stepgraph_step"] = bdd_step
-    code = compile("for _p, _f in _stepgraph_defs:\n    _stepgraph_step(_p)(_f)\n", filename, "exec")
+    code = compile("for _p, _f in _stepgraph_defs:\n    _stepgraph_step(_p)(_f)\n", module.__name__, "exec")
     exec(code, namespace)
+    config.pluginmanager.register(module, module.__name__)
+    done.update(decl.id for decl in new)
 
 
 def _step_function(decl: StepDecl) -> Any:
