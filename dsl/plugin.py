@@ -137,6 +137,13 @@ class ScenarioModule(pytest.Module):
             raise self.CollectError("\n".join(str(d) for d in compiled.diagnostics))
         assert compiled.feature is not None
         feature = compiled.feature
+        clashes = [
+            f"{s.location}: scenario id {sid!r} is also used at {info.ids[sid]} — ids name one scenario each"
+            for s in feature.scenarios
+            if (sid := feature.scenario_id(s)) is not None and info.ids.setdefault(sid, s.location).file != s.location.file
+        ]
+        if clashes:
+            raise self.CollectError("\n".join(clashes))
         is_yaml = self.path.suffix in YAML_SUFFIXES
         feature_file = self._render_yaml(feature, compiled.display) if is_yaml else self.path
         line_maps = _line_maps(feature_file, feature, compiled.display)

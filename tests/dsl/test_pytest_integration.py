@@ -4,6 +4,7 @@ target errors exit 2; the plugin stays inert without scenario paths."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import pytest
@@ -284,3 +285,21 @@ def test_the_plugin_is_inert_without_scenario_paths(project: pytest.Pytester) ->
     result = project.runpytest_subprocess("test_plain.py", "--target", "nowhere")
     result.assert_outcomes(passed=1)
     assert log(project) == []
+
+
+def test_a_scenario_id_used_in_two_files_is_a_collection_error(project: pytest.Pytester) -> None:
+    scenario(project, "a.yaml", YAML)
+    scenario(project, "b.feature", "Feature: B\n  @id:S2\n  Scenario: Same id\n    When we wait 1 s\n")
+    result = project.runpytest_subprocess()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["scenarios/b.feature:3:3: scenario id 'S2' is also used at scenarios/a.yaml:2:1 — *"])
+
+
+def test_stepgraph_run_passes_paths_and_pytest_options(project: pytest.Pytester) -> None:
+    scenario(project, "sample.yaml", YAML)
+    (project.path / "other").mkdir()
+    (project.path / "other" / "x.feature").write_text(FEATURE)
+    result = project.run(sys.executable, "-m", "stepgraph.dsl.cli", "run", "other", "--", "-vv", "-p", "no:cacheprovider")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["Feature: Sample Gherkin", "    Scenario: Gherkin waits within ticks", "*1 passed*"])
+    assert "Sample YAML" not in result.stdout.str()
