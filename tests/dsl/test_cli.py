@@ -200,6 +200,9 @@ def test_sub_commands_and_targets_come_from_entry_points(tmp_path: Path) -> None
     assert (hello.returncode, hello.stdout) == (3, "hello ['a', '--b']\n")
     helptext = subprocess.run([sys.executable, "-m", "stepgraph.dsl.cli", "--help"], capture_output=True, text=True, env=env, check=False)
     assert "hello" in helptext.stdout
-    probe = "from stepgraph.dsl.target import default_target_name, load_target; t = load_target(default_target_name()); print(t.name, sorted(t.capabilities))"
+    probe = (
+        "from stepgraph.dsl.target import default_target_name, load_target\n"
+        "t = load_target(default_target_name())\nprint(t.name, sorted(t.capabilities))"
+    )
     default = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
     assert default.stdout == "twin ['k8s']\n", default.stderr
