@@ -303,3 +303,25 @@ def test_stepgraph_run_passes_paths_and_pytest_options(project: pytest.Pytester)
     assert result.ret == 0
     result.stdout.fnmatch_lines(["Feature: Sample Gherkin", "    Scenario: Gherkin waits within ticks", "*1 passed*"])
     assert "Sample YAML" not in result.stdout.str()
+
+
+def test_a_check_that_never_holds_fails_with_expected_and_last_observed(project: pytest.Pytester) -> None:
+    scenario(
+        project,
+        "late.yaml",
+        """\
+        title: Too impatient
+        steps:
+          - note_time: {as: t0}
+          - expect: {within: 1 tick, all: [{elapsed: {duration: 1 min, since: $t0}}]}
+        """,
+    )
+    result = project.runpytest_subprocess("--gherkin-terminal-reporter", "-vv")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*common.elapsed within 1 agent tick: still failing after 15 s (16 attempts)",
+            "*expected: ≥ 60 s",
+            "*observed: 15 s",
+        ]
+    )
