@@ -105,15 +105,8 @@ class Registry:
 
     def match(self, text: str) -> list[Match]:
         """Every declaration whose phrase reads `text` (with or without a `within <duration>` prefix)."""
-        found: list[Match] = []
         within, rest = split_within(text)
-        for decl in self.steps.values():
-            raw = decl.phrase.match(text)
-            if raw is not None:
-                found.append(Match(decl, raw))
-            elif within is not None and decl.is_check and (raw := decl.phrase.match(rest)) is not None:
-                found.append(Match(decl, raw, within))
-        return found
+        return [m for decl in self.steps.values() if (m := match_decl(decl, text, within, rest)) is not None]
 
     def step(self, id: str, keyword: Keyword, phrase: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering `func(ctx, params)` as a step in this registry."""
@@ -140,6 +133,18 @@ class Registry:
         self.loaded_groups.add(group)
         for ep in entry_points(group=group):
             ep.load()
+
+
+def match_decl(decl: StepDecl, text: str, within: Any = None, rest: str = "") -> Match | None:
+    """`text` read by one declaration; pass `split_within(text)` as (within, rest) when known."""
+    raw = decl.phrase.match(text)
+    if raw is not None:
+        return Match(decl, raw)
+    if within is None and not rest:
+        within, rest = split_within(text)
+    if within is not None and decl.is_check and (raw := decl.phrase.match(rest)) is not None:
+        return Match(decl, raw, within)
+    return None
 
 
 def declare(

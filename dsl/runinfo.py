@@ -58,6 +58,7 @@ class RunInfo:
     design_ids: Collection[str] | None = None  # plug in a design-doc parser here (static check 9)
     design_source: str = ""
     scenarios: dict[tuple[str, str], ScenarioInfo] = field(default_factory=dict)
+    ids: dict[str, Location] = field(default_factory=dict)  # scenario id → where it was first seen
 
     @property
     def facts(self) -> dict[str, Any]:
