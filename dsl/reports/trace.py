@@ -58,6 +58,7 @@ def build_trace(inputs: Inputs) -> dict[str, Any]:
     return {
         "schema": TRACE_SCHEMA,
         "runs": [{"started_at": r["run"]["started_at"], "summary": r["summary"],
+                  "environments": r["run"]["environments"],
                   "collection_errors": r["run"].get("collection_errors", [])}
                  for r in sorted(inputs.runs, key=lambda r: r["run"]["started_at"])],
         "columns": sorted({col for s in scenarios.values() for col in s["results"]}),

@@ -37,6 +37,9 @@ def test_coverage_lists_covered_and_uncovered_requirements(tmp_path: Path, doc: 
     rows = {row["id"]: row for row in document["requirements"]}
     assert "1" not in rows and "8.5" not in rows  # sections are not requirements unless linked
     assert rows["B1"]["links"][0]["results"] == {"twin / stub-workers": {"outcome": "passed", "reason": None}}
+    assert result["runs"][0]["environments"] == [{"target": "twin", "world": "stub-workers", "seed": "1",
+                                                  "fingerprint": {"twin": "0.1.0"}}]
+    assert "world `stub-workers`, seed `1`, twin `0.1.0`" in (tmp_path / "out" / "trace.md").read_text()
 
 
 def test_only_globs_narrow_what_coverage_counts(tmp_path: Path, doc: Path) -> None:
