@@ -100,7 +100,8 @@ class RecordsPlugin:
         report.user_properties[:] = kept
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if not self.is_worker and report.failed:
+        # Under xdist every worker collects, so the same error can arrive once per worker.
+        if not self.is_worker and report.failed and all(e["nodeid"] != report.nodeid for e in self.collection_errors):
             self.collection_errors.append({"nodeid": report.nodeid, "message": _last_error(report.longreprtext)})
 
     @pytest.hookimpl(trylast=True)

@@ -146,10 +146,12 @@ def capped(watts, cap):
     assert document["scenarios"][1]["steps"][0]["name"] == "a worker annotated 350"
 
 
-def test_a_feature_that_does_not_parse_is_reported_not_lost(sample_project: pytest.Pytester, tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["single-process", "xdist-2-workers"])
+def test_a_feature_that_does_not_parse_is_reported_not_lost(sample_project: pytest.Pytester, tmp_path: Path,
+                                                            workers: list[str]) -> None:
     sample_project.makefile(".feature", broken="Feature: Broken\n  Scenario: x\n    Given y\n    | a | b |\n    | 1 |\n")
     sample_project.makepyfile(test_broken='from pytest_bdd import scenarios\nscenarios("broken.feature")\n')
-    run_sample(sample_project, "--stepgraph-results", "results.json", "--continue-on-collection-errors")
+    run_sample(sample_project, "--stepgraph-results", "results.json", "--continue-on-collection-errors", *workers)
     document = results.load(sample_project.path / "results.json")
     (error,) = document["run"]["collection_errors"]
     assert error["nodeid"] == "test_broken.py"
