@@ -24,7 +24,6 @@ from stepgraph.dsl.runinfo import run_info
 
 ID_TAG = "id:"
 DESIGN_TAG = "design:"
-REVIEWED_OUTCOMES = ("passed", "failed", "skipped", "undefined", "error")
 
 
 @dataclass
