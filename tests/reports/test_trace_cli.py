@@ -247,3 +247,20 @@ def test_a_failure_is_listed_once_with_every_requirement_it_claims(tmp_path: Pat
     assert trace(tmp_path, "--design", str(doc), str(other), "--results", str(run), "--format", "md")[0] == 0
     text = (tmp_path / "out" / "trace.md").read_text()
     assert "**Failing** (1):\n- ❌ **B1, B2** ← `S1` on twin / stub-workers: failed" in text
+
+
+def test_the_stepgraph_command_finds_trace_through_its_entry_point(tmp_path: Path, doc: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    stepgraph = shutil.which("stepgraph", path=str(Path(sys.executable).parent))
+    if stepgraph is None:
+        pytest.skip("the `stepgraph` console script is not installed next to this Python")
+    truncated = tmp_path / "r.json"
+    truncated.write_text('{"schema": "stepgraph-results/1", "run": {')
+    done = subprocess.run([stepgraph, "trace", "--design", str(doc), "--results", str(truncated), "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"stepgraph trace: {truncated}:1:43: results file is truncated — "
+                                   "re-run the tests to write it again")
