@@ -78,8 +78,19 @@ def _scenarios(current: dict[tuple[str, str, str], dict[str, Any]]) -> dict[str,
             "name": record["name"], "where": f"{record['feature']['file']}:{record['line']}",
             "design": record["design"], "results": {},
         })
-        entry["results"][f"{target} / {world}"] = {"outcome": record["outcome"], "reason": record["reason"]}
+        result = {"outcome": record["outcome"], "reason": record["reason"]}
+        if record["outcome"] in FAILING:  # step detail where someone will look for it; passing runs stay small
+            result["steps"] = [{k: step[k] for k in ("keyword", "name", "line", "status", "error") if k in step}
+                               for step in record["steps"]]
+            result["where"] = _first_bad_step(record)
+        entry["results"][f"{target} / {world}"] = result
     return scenarios
+
+
+def _first_bad_step(record: dict[str, Any]) -> str:
+    """`file:line` of the step that failed or is undefined, else of the scenario (setup/teardown errors)."""
+    line = next((step["line"] for step in record["steps"] if step["status"] in ("failed", "undefined")), record["line"])
+    return f"{record['feature']['file']}:{line}"
 
 
 def _rollup(outcomes: list[str]) -> str:

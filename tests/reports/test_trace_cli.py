@@ -264,3 +264,19 @@ def test_the_stepgraph_command_finds_trace_through_its_entry_point(tmp_path: Pat
     assert done.returncode == 2
     assert done.stderr.strip() == (f"stepgraph trace: {truncated}:1:43: results file is truncated — "
                                    "re-run the tests to write it again")
+
+
+def test_failures_point_at_the_failing_step_with_step_detail(tmp_path: Path, doc: Path) -> None:
+    failing = record("B1", "failed", line=7)
+    failing["steps"] = [{"keyword": "Given", "name": "8 GPUs", "line": 8, "status": "passed", "duration_s": 0.0},
+                        {"keyword": "Then", "name": "caps are 300", "line": 9, "status": "failed", "duration_s": 0.0,
+                         "error": "AssertionError: 280 != 300"}]
+    run = write_results(tmp_path / "r.json", [failing, record("B2")])
+    _, result = trace(tmp_path, "--design", str(doc), "--results", str(run))
+    row = next(r for r in result["documents"][0]["requirements"] if r["id"] == "B1")
+    assert row["links"][0]["results"]["twin / stub-workers"]["where"] == "features/f.feature:9"
+    assert "failed at `features/f.feature:9`" in (tmp_path / "out" / "trace.md").read_text()
+    html = (tmp_path / "out" / "trace.html").read_text()
+    assert "<b>Then</b> caps are 300" in html and "AssertionError: 280 != 300" in html
+    passing = next(r for r in result["documents"][0]["requirements"] if r["id"] == "B2")
+    assert "steps" not in passing["links"][0]["results"]["twin / stub-workers"]  # passing runs stay small
