@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from .phrases import BIND_FIELD, Phrase, PhraseError, split_within
+from .units import Duration
 
 Keyword = Literal["given", "when", "then"]
 KEYWORDS: tuple[Keyword, ...] = ("given", "when", "then")
@@ -57,6 +58,7 @@ class StepDecl:
     effects: frozenset[str] = frozenset()
     compensation: Callable[..., Any] | None = None
     doc: str = ""
+    min_within: Duration | None = None  # the shortest `within` that can work (static check 8)
 
     @property
     def is_check(self) -> bool:
@@ -160,6 +162,7 @@ def declare(
     effects: Iterable[str] = (),
     compensation: Callable[..., Any] | None = None,
     doc: str | None = None,
+    min_within: str | Duration | None = None,
 ) -> StepDecl:
     """Build and validate one declaration (see `Registry.step`)."""
     where = f"step {id!r}"
@@ -198,7 +201,19 @@ def declare(
         effects=effects,
         compensation=compensation,
         doc=(doc if doc is not None else (func.__doc__ or "")).strip(),
+        min_within=_min_within(min_within, keyword, where),
     )
+
+
+def _min_within(value: str | Duration | None, keyword: str, where: str) -> Duration | None:
+    if value is None:
+        return None
+    if keyword != "then":
+        raise StepDeclarationError(f"{where}: min_within applies to checks (then-steps) only")
+    try:
+        return Duration.parse(value)
+    except ValueError as exc:
+        raise StepDeclarationError(f"{where}: min_within: {exc}") from None
 
 
 def _params_from_annotation(func: Callable[..., Any], where: str) -> type[Params] | None:

@@ -77,6 +77,8 @@ def test_a_valid_declaration_registers_with_its_key_and_model() -> None:
         ({"produces": "caps", "params": Cap}, "produces a value names it with {as}"),
         ({"keyword": "then", "params": Cap}, "cannot have effects"),
         ({"key": "expect", "params": Cap}, "YAML key 'expect'"),
+        ({"min_within": "1 tick", "params": Cap}, "min_within applies to checks"),
+        ({"keyword": "then", "effects": (), "compensation": None, "min_within": "soon", "params": Cap}, "min_within: 'soon' is not"),
     ],
 )
 def test_bad_declarations_are_refused_with_a_reason(overrides: dict[str, object], message: str) -> None:

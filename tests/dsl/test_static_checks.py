@@ -76,6 +76,18 @@ def test_check6_mutation_without_compensation(compile_source: Callable[..., Comp
     ]
 
 
+def test_check8_a_window_shorter_than_the_checks_causal_minimum(compile_source: Callable[..., CompiledFile]) -> None:
+    text = (
+        'Feature: F\n  Scenario: S\n    Given a baseline of counters as "c0"\n'
+        '    Then within 10 s the counter "m" grew by at least 1 since "c0"\n'
+        '    Then within 15 s the counter "m" grew by at least 1 since "c0"\n'
+        '    Then within 1 agent tick the counter "m" grew by at least 1 since "c0"\n'
+    )
+    assert messages(compile_source(text)) == [
+        "s.feature:4:5: within 10 s is shorter than t.counter_delta can settle (1 agent tick) — wait at least within 1 agent tick"
+    ]
+
+
 def test_duplicate_scenario_names_and_ids_in_a_file(compile_source: Callable[..., CompiledFile]) -> None:
     text = "@id:B5\nFeature: F\n  Scenario: S\n    Then there are 3 pods\n  Scenario: S\n    Then there are 4 pods\n"
     assert messages(compile_source(text)) == [
