@@ -21,7 +21,7 @@ from .bdd_steps import register_steps
 from .compiler import YAML_SUFFIXES, compile_file
 from .diagnostics import Location
 from .ir import Feature, Scenario
-from .registry import REGISTRY, Registry
+from .registry import REGISTRY, Registry, StepDeclarationError
 from .render import to_gherkin
 from .runinfo import RUN_INFO, ScenarioInfo
 
@@ -63,7 +63,10 @@ class ScenarioModule(pytest.Module):
     def _getobj(self) -> types.ModuleType:
         config = self.config
         info = config.stash[RUN_INFO]
-        registry = _registry()
+        try:
+            registry = _registry()
+        except StepDeclarationError as exc:
+            raise self.CollectError(f"stepgraph: {exc}") from None
         compiled = compile_file(
             self.path,
             registry,

@@ -134,7 +134,14 @@ class Registry:
             return
         self.loaded_groups.add(group)
         for ep in entry_points(group=group):
-            ep.load()
+            try:
+                ep.load()
+            except StepDeclarationError as exc:
+                raise StepDeclarationError(f"step library {ep.value!r}: {exc}") from exc
+            except Exception as exc:
+                raise StepDeclarationError(
+                    f"step library {ep.value!r} (entry point {group}:{ep.name}) failed to import: {type(exc).__name__}: {exc}"
+                ) from exc
 
 
 def match_decl(decl: StepDecl, text: str, within: Any = None, rest: str = "") -> Match | None:
