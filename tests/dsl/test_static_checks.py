@@ -32,6 +32,13 @@ def test_check3_types_and_units(compile_source: Callable[..., CompiledFile]) -> 
     ]
 
 
+def test_check3_within_on_an_action(compile_source: Callable[..., CompiledFile]) -> None:
+    text = 'Feature: F\n  Scenario: S\n    When within 2 s the manifest "m" is applied as "o"\n'
+    assert messages(compile_source(text)) == [
+        "s.feature:3:5: `within` applies only to checks, and t.apply is a when-step — drop the `within` prefix"
+    ]
+
+
 def test_check4_reads_before_binding_and_rebinding(compile_source: Callable[..., CompiledFile]) -> None:
     text = (
         "Feature: F\n"
