@@ -19,6 +19,7 @@ from . import ir
 from .binder import make_call, suggest_key
 from .bindings import is_ref_text
 from .diagnostics import Diagnostic, Location
+from .load_gherkin import description_text
 from .registry import Registry
 from .schema import structure_schema
 from .units import Duration
@@ -237,9 +238,9 @@ class _Builder:
             items = data["scenarios"] if isinstance(data["scenarios"], list) else []
             scenarios = tuple(self.scenario(s, ("scenarios", i)) for i, s in enumerate(items) if isinstance(s, dict))
             feature = ir.Feature(
-                name=_text(data.get("feature")),
+                name=_text(data.get("feature")).strip(),
                 tags=self.tags(data),
-                description=_text(data.get("description")),
+                description=description_text(_text(data.get("description"))),
                 background=background,
                 scenarios=scenarios,
                 location=Location(self.display),
@@ -262,9 +263,9 @@ class _Builder:
 
     def scenario(self, data: dict[str, Any], path: Path_) -> ir.Scenario:
         return ir.Scenario(
-            name=_text(data.get("title")),
+            name=_text(data.get("title")).strip(),
             tags=self.tags(data),
-            description=_text(data.get("description")),
+            description=description_text(_text(data.get("description"))),
             steps=self.steps(data.get("steps"), (*path, "steps")),
             location=_nearest(self.positions, (*path, "title")),
         )

@@ -191,8 +191,9 @@ def declare(
         raise StepDeclarationError(f"{where}: a step that produces a value names it with {{as}} in its phrase, and only such a step does")
     if unknown := slots - fields - {BIND_FIELD}:
         raise StepDeclarationError(f"{where}: phrase names {sorted(unknown)}, which {model.__name__} does not have")
-    if missing := {n for n, f in model.model_fields.items() if f.is_required()} - slots:
-        raise StepDeclarationError(f"{where}: required fields {sorted(missing)} do not appear in the phrase")
+    if missing := set(model.model_fields) - slots:
+        # Every field is in the phrase, so every YAML step can be written in Gherkin (and run by pytest-bdd).
+        raise StepDeclarationError(f"{where}: fields {sorted(missing)} do not appear in the phrase — every parameter must")
     effects = frozenset(effects)
     if keyword == "then" and effects:
         raise StepDeclarationError(f"{where}: then-steps are checks and may be retried, so they cannot have effects")
