@@ -15,7 +15,7 @@ from . import graph as graphs
 from .catalog import steps_markdown
 from .compiler import CompiledFile, compile_file, compile_paths, display_path
 from .design_ids import design_ids_from_file
-from .registry import REGISTRY, Registry
+from .registry import REGISTRY, Registry, StepDeclarationError
 from .render import RenderError, to_gherkin, to_yaml
 from .schema import dumps, scenario_schema
 from .target import TargetConfigError, load_target
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"stepgraph: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except TargetConfigError as exc:
+    except (TargetConfigError, StepDeclarationError) as exc:
         print(f"stepgraph: {exc}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -21,8 +21,8 @@ from .bdd_steps import register_steps
 from .compiler import YAML_SUFFIXES, compile_file
 from .diagnostics import Location
 from .ir import Feature, Scenario
-from .registry import REGISTRY, Registry
-from .render import to_gherkin
+from .registry import REGISTRY, Registry, StepDeclarationError
+from .render import RenderError, to_gherkin
 from .runinfo import RUN_INFO, ScenarioInfo
 
 GENERATED_DIR = pytest.StashKey[Path]()
@@ -63,7 +63,10 @@ class ScenarioModule(pytest.Module):
     def _getobj(self) -> types.ModuleType:
         config = self.config
         info = config.stash[RUN_INFO]
-        registry = _registry()
+        try:
+            registry = _registry()
+        except StepDeclarationError as exc:
+            raise self.CollectError(f"stepgraph: {exc}") from None
         compiled = compile_file(
             self.path,
             registry,
@@ -83,7 +86,10 @@ class ScenarioModule(pytest.Module):
         if clashes:
             raise self.CollectError("\n".join(clashes))
         is_yaml = self.path.suffix in YAML_SUFFIXES
-        feature_file = self._render_yaml(feature, compiled.display) if is_yaml else self.path
+        try:
+            feature_file = self._render_yaml(feature, compiled.display) if is_yaml else self.path
+        except RenderError as exc:
+            raise self.CollectError(f"{compiled.display}: {exc} — make it one line") from None
         line_maps = _line_maps(feature_file, feature, compiled.display)
         module = types.ModuleType(self.path.stem)
         module.__file__ = str(self.path)

@@ -206,3 +206,14 @@ def test_sub_commands_and_targets_come_from_entry_points(tmp_path: Path) -> None
     )
     default = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
     assert default.stdout == "twin ['k8s']\n", default.stderr
+
+
+def test_a_broken_step_library_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    env = _fake_distribution(
+        tmp_path,
+        "[stepgraph.steps]\nbroken = brokensteps\n\n[stepgraph.commands]\n",
+        {"brokensteps": "from stepgraph.dsl import when\n\n@when('Bad Id', 'x')\ndef x(ctx, p): ...\n"},
+    )
+    result = subprocess.run([sys.executable, "-m", "stepgraph.dsl.cli", "steps"], capture_output=True, text=True, env=env, check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr == ("stepgraph: step library 'brokensteps': step 'Bad Id': ids are dotted lower-case names like 'k8s.apply'\n")

@@ -325,3 +325,16 @@ def test_a_check_that_never_holds_fails_with_expected_and_last_observed(project:
             "*observed: 15 s",
         ]
     )
+
+
+def test_design_ids_are_checked_against_the_configured_design_doc(project: pytest.Pytester) -> None:
+    project.makeini(INI + "stepgraph_design_doc = plan.md\n")
+    (project.path / "plan.md").write_text("# Plan\n## 8.5.7 Conflicts\n")
+    scenario(project, "ok.feature", "Feature: A\n  @design:8.5.7\n  Scenario: Known\n    When we wait 1 s\n")
+    scenario(project, "bad.feature", "Feature: B\n  @design:8.5.9\n  Scenario: Unknown\n    When we wait 1 s\n")
+    result = project.runpytest_subprocess()
+    result.stdout.fnmatch_lines(["scenarios/bad.feature:3:3: design id '8.5.9' is not in the design doc (plan.md) — did you mean '8.5.7'?"])
+    (project.path / "plan.md").unlink()
+    missing = project.runpytest_subprocess()
+    assert missing.ret == 2
+    assert "design doc 'plan.md' (ini stepgraph_design_doc) does not exist" in missing.stdout.str() + missing.stderr.str()
