@@ -1,6 +1,9 @@
 """pytest plugin: pytest-bdd hooks → per-step records → results JSON, Cucumber JSON, JUnit XML.
 
-Inert unless one of `--stepgraph-results`, `--stepgraph-cucumber`, `--stepgraph-junit` is given.
+Inert unless one of `--stepgraph-results`, `--stepgraph-cucumber`, `--stepgraph-junit` or
+`--stepgraph-reports DIR` is given. The last writes all three into DIR and then the trace
+(design documents from the ini option `stepgraph_trace_design`, else the DSL's
+`stepgraph_design_doc`), with the previous run's results (moved to DIR/previous/) as baseline.
 Under pytest-xdist each worker builds its records and attaches them, as JSON, to the teardown
 report's user_properties; the controller (or the single process) collects them in
 `pytest_runtest_logreport` — before junitxml sees that report — and writes the files at session end.
@@ -8,16 +11,19 @@ report's user_properties; the controller (or the single process) collects them i
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import time
 from collections.abc import Callable, Generator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pytest_bdd.parser import Feature, Scenario, Step
 
-from stepgraph.dsl.reports import cucumber, junit, results
+from stepgraph.dsl.reports import cucumber, junit, results, run_reports
 from stepgraph.dsl.reports.records import StepRun, build_record, phase_of, scenario_run
 
 RECORD_PROPERTY = "stepgraph.scenario-record"
@@ -29,19 +35,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--stepgraph-results", metavar="PATH", help="write the results JSON (stepgraph-results/1) here")
     group.addoption("--stepgraph-cucumber", metavar="PATH", help="write Cucumber JSON with step detail here")
     group.addoption("--stepgraph-junit", metavar="PATH", help="write JUnit XML with step detail here")
+    group.addoption("--stepgraph-reports", metavar="DIR",
+                    help="write results.json, cucumber.json, junit.xml and trace.{md,html,json} into DIR")
+    parser.addini("stepgraph_trace_design", "design documents traced by --stepgraph-reports", type="paths", default=[])
+    parser.addini("stepgraph_trace_expect", "expected outcomes (YAML) checked by --stepgraph-reports", type="paths", default=[])
+    parser.addini("stepgraph_trace_lock", "review lock used by --stepgraph-reports", type="paths", default=[])
 
 
 def pytest_configure(config: pytest.Config) -> None:
     outputs = {name: config.getoption(name) for name in OPTIONS}
+    reports = config.getoption("stepgraph_reports")
+    if reports:
+        for name, default in zip(OPTIONS, run_reports.FILES, strict=True):
+            outputs[name] = outputs[name] or str(Path(reports) / default)
     if any(outputs.values()):
-        config.pluginmanager.register(RecordsPlugin(config, outputs), "stepgraph-reports-records")
+        config.pluginmanager.register(RecordsPlugin(config, outputs, reports), "stepgraph-reports-records")
 
 
 class RecordsPlugin:
-    def __init__(self, config: pytest.Config, outputs: dict[str, str | None]) -> None:
+    def __init__(self, config: pytest.Config, outputs: dict[str, str | None], reports: str | None = None) -> None:
         self.config = config
         self.outputs = outputs
         self.is_worker = hasattr(config, "workerinput")
+        self.reports = Path(reports) if reports else None
+        self.summary: list[str] = []  # the trace's own lines, shown in the terminal summary
+        # The last run's results become the baseline (moved, never deleted, before this run writes).
+        self.baseline = run_reports.keep_previous(self.reports) if self.reports and not self.is_worker else None
         self.records: list[dict[str, Any]] = []
         self.collection_errors: list[dict[str, str]] = []
         self.started_at = datetime.now(UTC)
@@ -115,6 +134,41 @@ class RecordsPlugin:
         for option, write in OPTIONS.items():
             if self.outputs[option]:
                 write(document, self.outputs[option])
+        if self.reports is not None:
+            self._trace(session)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.summary:
+            terminalreporter.write_sep("-", "stepgraph reports")
+            for line in self.summary:
+                terminalreporter.write_line(line)
+
+    def _trace(self, session: pytest.Session) -> None:
+        """Write DIR/trace.*; a trace problem (orphans, unmet expectations) fails an otherwise green run."""
+        design = self.config.getini("stepgraph_trace_design") or _dsl_design_doc(self.config)
+        if not design:
+            lines = ["stepgraph trace: skipped — no design document (set ini stepgraph_trace_design)"]
+            code = 0
+        else:
+            out, err = io.StringIO(), io.StringIO()
+            expect = self.config.getini("stepgraph_trace_expect")
+            lock = self.config.getini("stepgraph_trace_lock")
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = run_reports.write_trace(self.reports, design, baseline=self.baseline,
+                                               expect=expect[0] if expect else None, lock=lock[0] if lock else None)
+            lines = (out.getvalue() + err.getvalue()).splitlines()
+        self.summary = lines
+        if code and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _dsl_design_doc(config: pytest.Config) -> list[Path]:
+    """The DSL's own design-doc setting (ini `stepgraph_design_doc`), when its plugin is loaded."""
+    try:
+        doc = config.getini("stepgraph_design_doc")
+    except ValueError:
+        return []
+    return [config.rootpath / doc] if doc else []
 
 
 def _last_error(text: str) -> str:

@@ -1,6 +1,7 @@
 """A catalog run's reports folder → pytest options before the run, the trace after it.
 
-For the main-job command (`stepgraph run --reports DIR`), which wires it in three lines:
+The simplest wiring is the plugin option `--stepgraph-reports=DIR`, which does all of this inside
+pytest. A command that drives pytest itself can instead call, in three lines:
 
     previous = run_reports.keep_previous(out)          # last run's results become the baseline
     code = pytest.main(args + run_reports.pytest_args(out))
@@ -17,10 +18,12 @@ from pathlib import Path
 
 from stepgraph.dsl.reports.cli import main as trace_main
 
+FILES = ("results.json", "cucumber.json", "junit.xml")
+
 
 def pytest_args(out: Path) -> list[str]:
-    return [f"--stepgraph-results={out / 'results.json'}", f"--stepgraph-cucumber={out / 'cucumber.json'}",
-            f"--stepgraph-junit={out / 'junit.xml'}"]
+    """Without the trace; `--stepgraph-reports=DIR` does all of this (and the trace) inside pytest."""
+    return [f"--stepgraph-{name.split('.')[0]}={out / name}" for name in FILES]
 
 
 def keep_previous(out: Path) -> Path | None:

@@ -177,3 +177,39 @@ def test_dsl_yaml_scenarios_point_at_the_yaml_and_carry_the_target(pytester: pyt
     assert [step["line"] for step in record["steps"]] == [5, 6, 7, 8]
     assert [step["status"] for step in record["steps"]] == ["passed", "passed", "passed", "failed"]
     assert record["target"] == "local"  # from the DSL's target session, with no record_environment call
+
+
+def test_stepgraph_reports_writes_every_report_and_diffs_against_the_previous_run(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makeini("[pytest]\nstepgraph_trace_design = plan.md\nstepgraph_trace_expect = expect.yaml\n")
+    (pytester.path / "plan.md").write_text("# Plan\n\n| ID | What |\n|---|---|\n| B1 | pods are listed |\n")
+    (pytester.path / "expect.yaml").write_text("- name: all pass\n  expect: {passed: 1}\n")
+    pytester.makefile(".feature", pods="Feature: Pods\n  @id:B1 @design:B1\n  Scenario: Pods are listed\n    Given pods\n")
+    pytester.makepyfile(test_pods="""\
+import os
+from pytest_bdd import given, scenarios
+
+scenarios("pods.feature")
+
+
+@given("pods")
+def pods():
+    assert os.environ.get("BREAK_IT") != "1", "no pods listed"
+""")
+    first = run_sample(pytester, "--stepgraph-reports=reports")
+    assert first.ret == pytest.ExitCode.OK
+    first.stdout.fnmatch_lines(["stepgraph trace: 1/1 requirements covered (100.0%), 1 passing, 0 suspect → reports"])
+    reports = pytester.path / "reports"
+    assert sorted(p.name for p in reports.iterdir()) == [
+        "cucumber.json", "junit.xml", "results.json", "trace.html", "trace.json", "trace.md"]
+    monkeypatch.setenv("BREAK_IT", "1")
+    second = run_sample(pytester, "--stepgraph-reports=reports", "-n", "2")
+    assert second.ret == pytest.ExitCode.TESTS_FAILED
+    second.stdout.fnmatch_lines(["*expectation 'all pass' not met: expected {'passed': 1}, got {'passed': 0}"])
+    assert (reports / "previous" / "results.json").is_file()
+    assert "🔴 new failure `B1` (- / -): passed → failed" in (reports / "trace.md").read_text()
+    monkeypatch.delenv("BREAK_IT")
+    (pytester.path / "expect.yaml").write_text("- name: two pass\n  expect: {passed: 2}\n")
+    green_but_unexpected = run_sample(pytester, "--stepgraph-reports=reports")
+    green_but_unexpected.assert_outcomes(passed=1)
+    assert green_but_unexpected.ret == pytest.ExitCode.TESTS_FAILED  # the declared expectation fails the run
