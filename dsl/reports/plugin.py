@@ -12,6 +12,7 @@ report's user_properties; the controller (or the single process) collects them i
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import json
 import time
@@ -23,11 +24,15 @@ from typing import Any
 import pytest
 from pytest_bdd.parser import Feature, Scenario, Step
 
-from stepgraph.dsl.reports import cucumber, junit, results, run_reports
 from stepgraph.dsl.reports.records import StepRun, build_record, phase_of, scenario_run
 
 RECORD_PROPERTY = "stepgraph.scenario-record"
-OPTIONS = {"stepgraph_results": results.write, "stepgraph_cucumber": cucumber.write, "stepgraph_junit": junit.write}
+# option → the module that writes it; imported only when used, so an inert plugin costs no start-up time
+OPTIONS = {"stepgraph_results": "results", "stepgraph_cucumber": "cucumber", "stepgraph_junit": "junit"}
+
+
+def _module(name: str) -> Any:
+    return importlib.import_module(f"stepgraph.dsl.reports.{name}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,6 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
     outputs = {name: config.getoption(name) for name in OPTIONS}
     reports = config.getoption("stepgraph_reports")
     if reports:
+        from stepgraph.dsl.reports import run_reports
+
         for name, default in zip(OPTIONS, run_reports.FILES, strict=True):
             outputs[name] = outputs[name] or str(Path(reports) / default)
     if any(outputs.values()):
@@ -60,7 +67,7 @@ class RecordsPlugin:
         self.reports = Path(reports) if reports else None
         self.summary: list[str] = []  # the trace's own lines, shown in the terminal summary
         # The last run's results become the baseline (moved, never deleted, before this run writes).
-        self.baseline = run_reports.keep_previous(self.reports) if self.reports and not self.is_worker else None
+        self.baseline = _module("run_reports").keep_previous(self.reports) if self.reports and not self.is_worker else None
         self.records: list[dict[str, Any]] = []
         self.collection_errors: list[dict[str, str]] = []
         self.started_at = datetime.now(UTC)
@@ -127,13 +134,13 @@ class RecordsPlugin:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
             return
-        document = results.assemble(
+        document = _module("results").assemble(
             self.records, started_at=self.started_at, duration_s=time.perf_counter() - self.started,
             args=list(self.config.invocation_params.args), collection_errors=self.collection_errors,
         )
-        for option, write in OPTIONS.items():
+        for option, module in OPTIONS.items():
             if self.outputs[option]:
-                write(document, self.outputs[option])
+                _module(module).write(document, self.outputs[option])
         if self.reports is not None:
             self._trace(session)
 
@@ -154,7 +161,7 @@ class RecordsPlugin:
             expect = self.config.getini("stepgraph_trace_expect")
             lock = self.config.getini("stepgraph_trace_lock")
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = run_reports.write_trace(self.reports, design, baseline=self.baseline,
+                code = _module("run_reports").write_trace(self.reports, design, baseline=self.baseline,
                                                expect=expect[0] if expect else None, lock=lock[0] if lock else None)
             lines = (out.getvalue() + err.getvalue()).splitlines()
         self.summary = lines
