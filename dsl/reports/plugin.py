@@ -51,9 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
     outputs = {name: config.getoption(name) for name in OPTIONS}
     reports = config.getoption("stepgraph_reports")
     if reports:
-        from stepgraph.dsl.reports import run_reports
-
-        for name, default in zip(OPTIONS, run_reports.FILES, strict=True):
+        for name, default in zip(OPTIONS, _module("run_reports").FILES, strict=True):
             outputs[name] = outputs[name] or str(Path(reports) / default)
     if any(outputs.values()):
         config.pluginmanager.register(RecordsPlugin(config, outputs, reports), "stepgraph-reports-records")
@@ -161,8 +159,9 @@ class RecordsPlugin:
             expect = self.config.getini("stepgraph_trace_expect")
             lock = self.config.getini("stepgraph_trace_lock")
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = _module("run_reports").write_trace(self.reports, design, baseline=self.baseline,
-                                               expect=expect[0] if expect else None, lock=lock[0] if lock else None)
+                code = _module("run_reports").write_trace(
+                    self.reports, design, baseline=self.baseline,
+                    expect=expect[0] if expect else None, lock=lock[0] if lock else None)
             lines = (out.getvalue() + err.getvalue()).splitlines()
         self.summary = lines
         if code and session.exitstatus == pytest.ExitCode.OK:
