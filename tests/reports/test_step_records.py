@@ -213,3 +213,17 @@ def pods():
     green_but_unexpected = run_sample(pytester, "--stepgraph-reports=reports")
     green_but_unexpected.assert_outcomes(passed=1)
     assert green_but_unexpected.ret == pytest.ExitCode.TESTS_FAILED  # the declared expectation fails the run
+
+
+def test_stepgraph_reports_falls_back_to_the_dsls_design_doc_or_skips_the_trace(pytester: pytest.Pytester) -> None:
+    (pytester.path / "plan.md").write_text("# Plan\n\n| ID | What |\n|---|---|\n| B1 | pods are listed |\n")
+    pytester.makefile(".feature", pods="Feature: Pods\n  @id:B1 @design:B1\n  Scenario: Pods are listed\n    Given pods\n")
+    pytester.makepyfile(test_pods='from pytest_bdd import given, scenarios\nscenarios("pods.feature")\n\n'
+                                  '@given("pods")\ndef pods():\n    pass\n')
+    no_doc = run_sample(pytester, "--stepgraph-reports=reports")
+    no_doc.stdout.fnmatch_lines(["stepgraph trace: skipped — no design document*"])
+    assert not (pytester.path / "reports" / "trace.md").exists()
+    pytester.makeini("[pytest]\nstepgraph_design_doc = plan.md\n")
+    with_doc = run_sample(pytester, "--stepgraph-reports=reports")
+    with_doc.stdout.fnmatch_lines(["stepgraph trace: 1/1 requirements covered (100.0%)*"])
+    assert with_doc.ret == pytest.ExitCode.OK
