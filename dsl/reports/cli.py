@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from stepgraph.dsl.reports import render
@@ -51,6 +52,14 @@ def _formats(raw: list[str] | None, parser: argparse.ArgumentParser) -> list[str
     return list(dict.fromkeys(chosen))
 
 
+def _write(path: str | Path, write: Callable[[], None]) -> None:
+    try:
+        write()
+    except OSError as exc:
+        raise InputError(str(path), 1, f"cannot write: {exc.strerror or exc}",
+                         "check that --out names a folder you can write to") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -67,16 +76,16 @@ def main(argv: list[str] | None = None) -> int:
             baseline=[load(path) for path in args.baseline] if args.baseline else None,
             only=args.only,
         )
+        trace = build_trace(inputs)
+        if args.update_lock:
+            _write(args.lock, lambda: write_lock(args.lock, lock_entries(trace)))
+            trace = build_trace(dataclasses.replace(inputs, lock=lock_entries(trace)))
+        out = Path(args.out)
+        for fmt in formats:
+            _write(out / f"trace.{fmt}", lambda fmt=fmt: render.write(trace, fmt, out / f"trace.{fmt}"))
     except InputError as error:
         print(f"stepgraph trace: {error}", file=sys.stderr)
         return 2
-    trace = build_trace(inputs)
-    if args.update_lock:
-        write_lock(args.lock, lock_entries(trace))
-        trace = build_trace(dataclasses.replace(inputs, lock=lock_entries(trace)))
-    out = Path(args.out)
-    for fmt in formats:
-        render.write(trace, fmt, out / f"trace.{fmt}")
     totals = trace["totals"]
     print(f"stepgraph trace: {totals['covered']}/{totals['requirements']} requirements covered "
           f"({totals['coverage_pct']}%), {totals['passing']} passing, {totals['suspect']} suspect → {out}")

@@ -28,7 +28,7 @@ from stepgraph.dsl.reports.results import write_atomically
 
 LOCK_SCHEMA = "stepgraph-review-lock/1"
 FIX = ('expected {"schema": "stepgraph-review-lock/1", "documents": {doc: {scenario: {requirement: hash}}}}; '
-       "rewrite it with --update-lock")
+       "fix it, or delete it and re-review every link with --update-lock")
 Lock = dict[str, dict[str, dict[str, str]]]  # document → scenario → requirement id → hash
 
 

@@ -280,3 +280,16 @@ def test_failures_point_at_the_failing_step_with_step_detail(tmp_path: Path, doc
     assert "<b>Then</b> caps are 300" in html and "AssertionError: 280 != 300" in html
     passing = next(r for r in result["documents"][0]["requirements"] if r["id"] == "B2")
     assert "steps" not in passing["links"][0]["results"]["twin / stub-workers"]  # passing runs stay small
+
+
+def test_unwritable_outputs_and_corrupt_locks_exit_2(tmp_path: Path, doc: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_results(tmp_path / "r.json", [record("B1")])
+    not_a_folder = tmp_path / "taken"
+    not_a_folder.write_text("")
+    assert main(["--design", str(doc), "--results", str(run), "--out", str(not_a_folder)]) == 2
+    assert f"{not_a_folder}/trace.md:1:1: cannot write" in capsys.readouterr().err
+    lock = tmp_path / "review.lock.json"
+    lock.write_text('{"schema": ')
+    assert trace(tmp_path, "--design", str(doc), "--results", str(run), "--lock", str(lock), "--update-lock")[0] == 2
+    assert f"{lock}:1:12: review lock is not valid JSON" in capsys.readouterr().err
+    assert lock.read_text() == '{"schema": '  # nothing overwritten
