@@ -15,6 +15,7 @@ import contextlib
 import importlib
 import io
 import json
+import os
 import time
 from collections.abc import Callable, Generator
 from datetime import UTC, datetime
@@ -53,8 +54,26 @@ def pytest_configure(config: pytest.Config) -> None:
     if reports:
         for name, default in zip(OPTIONS, _module("run_reports").FILES, strict=True):
             outputs[name] = outputs[name] or str(Path(reports) / default)
+    for path in filter(None, outputs.values()):
+        problem = _unwritable(Path(path))
+        if problem:  # say so now, not after an hour of tests
+            raise pytest.UsageError(f"{path}: cannot write the report: {problem} — choose a writable path")
     if any(outputs.values()):
         config.pluginmanager.register(RecordsPlugin(config, outputs, reports), "stepgraph-reports-records")
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why a report could not be written at `path` (checked without creating anything), or None."""
+    if path.is_dir():
+        return "it is a folder"
+    folder = path.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not writable"
+    return None
 
 
 class RecordsPlugin:

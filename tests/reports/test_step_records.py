@@ -227,3 +227,11 @@ def test_stepgraph_reports_falls_back_to_the_dsls_design_doc_or_skips_the_trace(
     with_doc = run_sample(pytester, "--stepgraph-reports=reports")
     with_doc.stdout.fnmatch_lines(["stepgraph trace: 1/1 requirements covered (100.0%)*"])
     assert with_doc.ret == pytest.ExitCode.OK
+
+
+def test_an_unwritable_report_path_is_a_usage_error_before_any_test_runs(sample_project: pytest.Pytester) -> None:
+    (sample_project.path / "taken").write_text("")
+    outcome = run_sample(sample_project, "--stepgraph-results=taken/results.json")
+    assert outcome.ret == pytest.ExitCode.USAGE_ERROR
+    outcome.stderr.fnmatch_lines(["ERROR: taken/results.json: cannot write the report: taken is not a folder — choose a writable path"])
+    assert "passed" not in outcome.stdout.str()
