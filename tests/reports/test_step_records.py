@@ -171,8 +171,11 @@ def test_dsl_yaml_scenarios_point_at_the_yaml_and_carry_the_target(pytester: pyt
         "id: W1\ntitle: Waiting on the target clock\ndesign: [C1]\nsteps:\n"
         "  - note_time: {as: t0}\n  - bind: {value: busy, as: state}\n  - wait: {duration: 1 tick}\n"
         "  - value_is: {name: $state, value: ready}\n")
+    (pytester.path / "scenarios" / "dcgm.yaml").write_text(
+        "id: W2\ntitle: Needs DCGM\ndesign: [B7]\nneeds: [dcgm]\nsteps:\n  - note_time: {as: t0}\n")
     run_sample(pytester, "--stepgraph-results=results.json")
-    (record,) = results.load(pytester.path / "results.json")["scenarios"]
+    gated, record = results.load(pytester.path / "results.json")["scenarios"]
+    assert (gated["id"], gated["outcome"], gated["reason"]) == ("W2", "skipped", "target 'local' lacks dcgm")
     assert (record["id"], record["design"], record["feature"]["file"]) == ("W1", ["C1"], "scenarios/wait.yaml")
     assert [step["line"] for step in record["steps"]] == [5, 6, 7, 8]
     assert [step["status"] for step in record["steps"]] == ["passed", "passed", "passed", "failed"]
