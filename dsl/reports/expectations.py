@@ -4,6 +4,7 @@
     - name: stub-workers, NVML pass
       world: stub-workers          # optional: only scenarios run in this world
       target: twin                 # optional
+      files: [scenarios/multi_dgd/*]   # optional: globs over the scenario's file
       without_tags: [needs:dcgm]   # optional: drop scenarios carrying any of these tags
       with_tags: []                # optional: keep only scenarios carrying all of these
       expect: {passed: 5, skipped: 2}
@@ -14,6 +15,7 @@ may be given as well.
 
 from __future__ import annotations
 
+import fnmatch
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,7 @@ SCHEMA = {
             "name": {"type": "string"},
             "world": {"type": "string"},
             "target": {"type": "string"},
+            "files": {"type": "array", "items": {"type": "string"}},
             "with_tags": {"type": "array", "items": {"type": "string"}},
             "without_tags": {"type": "array", "items": {"type": "string"}},
             "expect": {
@@ -53,6 +56,7 @@ class Expectation:
     expect: dict[str, int]
     world: str | None = None
     target: str | None = None
+    files: list[str] = field(default_factory=list)
     with_tags: list[str] = field(default_factory=list)
     without_tags: list[str] = field(default_factory=list)
     where: str = ""
@@ -61,6 +65,7 @@ class Expectation:
         tags = set(record["tags"])
         return ((self.world is None or record["world"] == self.world)
                 and (self.target is None or record["target"] == self.target)
+                and (not self.files or any(fnmatch.fnmatchcase(record["feature"]["file"], g) for g in self.files))
                 and all(t.lstrip("@") in tags for t in self.with_tags)
                 and not any(t.lstrip("@") in tags for t in self.without_tags))
 

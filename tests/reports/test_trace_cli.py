@@ -108,10 +108,13 @@ def test_expected_outcomes_per_world_are_checked(tmp_path: Path, doc: Path, caps
                                               record("S1", "passed", ["8.5.1"], world="conflict")])
     expect = tmp_path / "expect.yaml"
     expect.write_text("- name: stub-workers, NVML pass\n  world: stub-workers\n  without_tags: [needs:dcgm]\n"
-                      "  expect: {passed: 1, skipped: 0}\n- name: conflict world\n  world: conflict\n  expect: {passed: 2}\n")
+                      "  expect: {passed: 1, skipped: 0}\n- name: conflict world\n  world: conflict\n  expect: {passed: 2}\n"
+                      "- name: elsewhere\n  files: [scenarios/*]\n  expect: {total: 0}\n"
+                      "- name: here\n  files: [features/*]\n  expect: {total: 3}\n")
     code, result = trace(tmp_path, "--design", str(doc), "--results", str(run), "--expect", str(expect))
     assert [(e["name"], e["ok"], e["actual"]) for e in result["expectations"]] == [
-        ("stub-workers, NVML pass", True, {"passed": 1, "skipped": 0}), ("conflict world", False, {"passed": 1})]
+        ("stub-workers, NVML pass", True, {"passed": 1, "skipped": 0}), ("conflict world", False, {"passed": 1}),
+        ("elsewhere", True, {"total": 0}), ("here", True, {"total": 3})]
     assert code == 1
     assert f"{expect}:5:1: expectation 'conflict world' not met" in capsys.readouterr().err
 
