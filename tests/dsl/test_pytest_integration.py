@@ -79,6 +79,14 @@ class RecordingTarget(LocalTarget):
         return session
 
 
+class ConfigurableTarget(LocalTarget):
+    name = "configurable"
+
+    def configure(self, options):
+        self.capabilities = frozenset(filter(None, options.get("caps", "").split(",")))
+        log(f"configured {sorted(self.capabilities)}")
+
+
 class BrokenTarget(LocalTarget):
     name = "broken"
 
@@ -338,3 +346,15 @@ def test_design_ids_are_checked_against_the_configured_design_doc(project: pytes
     missing = project.runpytest_subprocess()
     assert missing.ret == 2
     assert "design doc 'plan.md' (ini stepgraph_design_doc) does not exist" in missing.stdout.str() + missing.stderr.str()
+
+
+def test_a_target_configures_its_capabilities_from_options_before_gating(project: pytest.Pytester) -> None:
+    scenario(project, "gpu.feature", "Feature: GPU\n  @needs:nvml\n  Scenario: Needs NVML\n    When we wait 1 s\n")
+    with_nvml = project.runpytest_subprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps=nvml,k8s")
+    with_nvml.assert_outcomes(passed=1)
+    without = project.runpytest_subprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps=k8s", "-rs")
+    without.assert_outcomes(skipped=1)
+    assert [line for line in log(project) if line.startswith("configured")] == ["configured ['k8s', 'nvml']", "configured ['k8s']"]
+    bad = project.runpytest_subprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps")
+    assert bad.ret == 2
+    assert "stepgraph: --target-option 'caps': write KEY=VALUE" in bad.stdout.str() + bad.stderr.str()
