@@ -359,3 +359,30 @@ def test_a_target_configures_its_capabilities_from_options_before_gating(project
     bad = project.runpytest_subprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps")
     assert bad.ret == 2
     assert "stepgraph: --target-option 'caps': write KEY=VALUE" in bad.stdout.str() + bad.stderr.str()
+
+
+def test_a_scenario_outline_runs_each_row(project: pytest.Pytester) -> None:
+    scenario(
+        project,
+        "outline.feature",
+        """\
+        Feature: Outline
+          @id:O1
+          Scenario Outline: Waiting <ticks>
+            Given the time is noted as "t0"
+            When we wait <ticks>
+            Then at least <seconds> passed since "t0"
+
+            @slow
+            Examples:
+              | ticks         | seconds |
+              | 1 agent tick  | 15 s    |
+              | 2 agent ticks | 31 s    |
+        """,
+    )
+    result = project.runpytest_subprocess("--strict-markers", "-v", "-m", "id:O1 and slow")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_waiting_ticks?1 agent tick-15 s? PASSED*", "*test_waiting_ticks?2 agent ticks-31 s? FAILED*"])
+    result.stdout.fnmatch_lines(["*expected: ≥ 31 s*", "*observed: 30 s*"])
+    lines = [line.split(" facts=")[0] for line in log(project) if line.startswith("at ")]
+    assert lines == [f"at scenarios/outline.feature:{n}:5" for n in (4, 5, 6, 4, 5)]  # the failing step logs nothing
