@@ -104,6 +104,7 @@ class ScenarioModule(pytest.Module):
         by_name_in_file: dict[str, ScenarioInfo] = {}
         for name_in_file, scenario in _runnable(feature):
             wrapper = bdd_scenario(str(feature_file), name_in_file, features_base_dir=str(feature_file.parent))(_noop)
+            wrapper.place_as = _located_at(self.path, scenario.location.line)  # type: ignore[attr-defined]
             name = _test_name(name_in_file, set(self._scenario_by_test))
             module.__dict__[name] = wrapper
             scenario_info = ScenarioInfo(
@@ -140,6 +141,15 @@ class ScenarioModule(pytest.Module):
 
 #: The ScenarioInfo of a collected scenario item (`item.stash[ITEM_SCENARIO]`).
 ITEM_SCENARIO = pytest.StashKey[ScenarioInfo]()
+
+
+def _located_at(path: Path, line: int) -> types.FunctionType:
+    """A function whose code "is" at `path:line`. pytest reports a test's location from its
+    function's code, or from its `place_as`; this makes reports (and -v) point at the scenario the
+    user wrote instead of pytest-bdd's wrapper."""
+    namespace: dict[str, Any] = {}
+    exec(compile("\n" * max(line - 1, 0) + "def scenario(): pass\n", str(path), "exec"), namespace)
+    return namespace["scenario"]
 
 
 def _noop() -> None:

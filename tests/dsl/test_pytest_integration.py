@@ -102,6 +102,11 @@ import reclib  # noqa: F401  (registers the recording steps)
 from stepgraph.dsl.runinfo import run_info
 
 
+def pytest_itemcollected(item):
+    with open(os.environ["REC_LOG"], "a") as f:
+        f.write(f"item {item.location[0]}:{item.location[1] + 1}\\n")
+
+
 def pytest_bdd_after_step(request, feature, scenario, step, step_func, step_func_args):
     info = run_info(request.config)
     where = info.scenario(feature.filename, scenario.name).location_of(step.line_number)
@@ -147,7 +152,11 @@ def scenario(pytester: pytest.Pytester, name: str, text: str) -> None:
 
 
 def log(pytester: pytest.Pytester) -> list[str]:
-    return (pytester.path / "rec.log").read_text().splitlines()
+    return [line for line in (pytester.path / "rec.log").read_text().splitlines() if not line.startswith("item ")]
+
+
+def item_locations(pytester: pytest.Pytester) -> list[str]:
+    return [line for line in (pytester.path / "rec.log").read_text().splitlines() if line.startswith("item ")]
 
 
 def test_gherkin_reporter_shows_both_syntaxes_step_by_step(project: pytest.Pytester) -> None:
@@ -171,6 +180,8 @@ def test_gherkin_reporter_shows_both_syntaxes_step_by_step(project: pytest.Pytes
         ]
     )
     assert result.ret == 0
+    assert "pytest_bdd" not in result.stdout.str()  # locations point at the scenario files, not pytest-bdd's wrapper
+    assert item_locations(project) == ["item scenarios/sample.feature:6", "item scenarios/sample.yaml:2"]
     facts = 'facts={"driver": "none", "target": "local", "tick_seconds": 15.0}'
     assert log(project) == [
         "target started",
