@@ -33,7 +33,13 @@ def _ensure_target(config: pytest.Config) -> Target:
     if info.target is None:
         name = config.getoption("stepgraph_target") or default_target_name()
         try:
-            info.target = load_target(name)
+            target = load_target(name)
+            # A target whose capabilities depend on its options (e.g. the twin's world profile) reads
+            # them here, before scenarios are gated on those capabilities.
+            configure = getattr(target, "configure", None)
+            if configure is not None:
+                configure(_target_options(config))
+            info.target = target
         except TargetConfigError as exc:
             pytest.exit(f"stepgraph: {exc}", returncode=2)
         info.target_name = name

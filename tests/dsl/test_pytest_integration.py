@@ -79,6 +79,14 @@ class RecordingTarget(LocalTarget):
         return session
 
 
+class ConfigurableTarget(LocalTarget):
+    name = "configurable"
+
+    def configure(self, options):
+        self.capabilities = frozenset(filter(None, options.get("caps", "").split(",")))
+        log(f"configured {sorted(self.capabilities)}")
+
+
 class BrokenTarget(LocalTarget):
     name = "broken"
 
@@ -92,6 +100,11 @@ import os
 
 import reclib  # noqa: F401  (registers the recording steps)
 from stepgraph.dsl.runinfo import run_info
+
+
+def pytest_itemcollected(item):
+    with open(os.environ["REC_LOG"], "a") as f:
+        f.write(f"item {item.location[0]}:{item.location[1] + 1}\\n")
 
 
 def pytest_bdd_after_step(request, feature, scenario, step, step_func, step_func_args):
@@ -139,7 +152,11 @@ def scenario(pytester: pytest.Pytester, name: str, text: str) -> None:
 
 
 def log(pytester: pytest.Pytester) -> list[str]:
-    return (pytester.path / "rec.log").read_text().splitlines()
+    return [line for line in (pytester.path / "rec.log").read_text().splitlines() if not line.startswith("item ")]
+
+
+def item_locations(pytester: pytest.Pytester) -> list[str]:
+    return [line for line in (pytester.path / "rec.log").read_text().splitlines() if line.startswith("item ")]
 
 
 def test_gherkin_reporter_shows_both_syntaxes_step_by_step(project: pytest.Pytester) -> None:
@@ -163,6 +180,8 @@ def test_gherkin_reporter_shows_both_syntaxes_step_by_step(project: pytest.Pytes
         ]
     )
     assert result.ret == 0
+    assert "pytest_bdd" not in result.stdout.str()  # locations point at the scenario files, not pytest-bdd's wrapper
+    assert item_locations(project) == ["item scenarios/sample.feature:6", "item scenarios/sample.yaml:2"]
     facts = 'facts={"driver": "none", "target": "local", "tick_seconds": 15.0}'
     assert log(project) == [
         "target started",
@@ -268,7 +287,8 @@ def test_an_unknown_target_exits_2(project: pytest.Pytester) -> None:
     scenario(project, "sample.yaml", YAML)
     result = project.runpytest_subprocess("--target", "nowhere")
     assert result.ret == 2
-    assert "stepgraph: unknown target 'nowhere' — choose one of: local" in result.stdout.str() + result.stderr.str()
+    output = result.stdout.str() + result.stderr.str()
+    assert "stepgraph: unknown target 'nowhere' — choose one of: " in output and "local" in output
 
 
 def test_a_broken_scenario_is_a_collection_error_without_traceback(project: pytest.Pytester) -> None:
@@ -338,3 +358,42 @@ def test_design_ids_are_checked_against_the_configured_design_doc(project: pytes
     missing = project.runpytest_subprocess()
     assert missing.ret == 2
     assert "design doc 'plan.md' (ini stepgraph_design_doc) does not exist" in missing.stdout.str() + missing.stderr.str()
+
+
+def test_a_target_configures_its_capabilities_from_options_before_gating(project: pytest.Pytester) -> None:
+    scenario(project, "gpu.feature", "Feature: GPU\n  @needs:nvml\n  Scenario: Needs NVML\n    When we wait 1 s\n")
+    with_nvml = project.runpytest_subprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps=nvml,k8s")
+    with_nvml.assert_outcomes(passed=1)
+    without = project.runpytest_subprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps=k8s", "-rs")
+    without.assert_outcomes(skipped=1)
+    assert [line for line in log(project) if line.startswith("configured")] == ["configured ['k8s', 'nvml']", "configured ['k8s']"]
+    bad = project.runpytest_subprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps")
+    assert bad.ret == 2
+    assert "stepgraph: --target-option 'caps': write KEY=VALUE" in bad.stdout.str() + bad.stderr.str()
+
+
+def test_a_scenario_outline_runs_each_row(project: pytest.Pytester) -> None:
+    scenario(
+        project,
+        "outline.feature",
+        """\
+        Feature: Outline
+          @id:O1
+          Scenario Outline: Waiting <ticks>
+            Given the time is noted as "t0"
+            When we wait <ticks>
+            Then at least <seconds> passed since "t0"
+
+            @slow
+            Examples:
+              | ticks         | seconds |
+              | 1 agent tick  | 15 s    |
+              | 2 agent ticks | 31 s    |
+        """,
+    )
+    result = project.runpytest_subprocess("--strict-markers", "-v", "-m", "id:O1 and slow")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_waiting_ticks?1 agent tick-15 s? PASSED*", "*test_waiting_ticks?2 agent ticks-31 s? FAILED*"])
+    result.stdout.fnmatch_lines(["*expected: ≥ 31 s*", "*observed: 30 s*"])
+    lines = [line.split(" facts=")[0] for line in log(project) if line.startswith("at ")]
+    assert lines == [f"at scenarios/outline.feature:{n}:5" for n in (4, 5, 6, 4, 5)]  # the failing step logs nothing
