@@ -85,7 +85,7 @@ def build_record(item: pytest.Item, run: ScenarioRun) -> dict[str, Any] | None:
     feature = template.feature
     tags = sorted(scenario.tags | feature.tags | (template.rule.tags if template.rule else set()))
     outcome, reason = _outcome(run)
-    source, line_of = _source(item, feature.filename, template.name)
+    source, line_of = _source(item, feature.filename, scenario.name, template.name)
     steps = [_step_record(step, run.steps[k] if k < len(run.steps) else None, outcome, reason, line_of)
              for k, step in enumerate(scenario.steps)]
     facts = facts_for(item)
@@ -121,9 +121,12 @@ def scenario_id(item: pytest.Item, tags: list[str]) -> str | None:
     return f"{base}[{callspec.id}]"
 
 
-def _source(item: pytest.Item, feature_file: str, scenario_name: str) -> tuple[str, Callable[[int], int]]:
-    """The file the user wrote and a map from .feature lines to its lines (YAML scenarios run as generated Gherkin)."""
-    info = run_info(item.config).scenario(feature_file, scenario_name)
+def _source(item: pytest.Item, feature_file: str, *names: str) -> tuple[str, Callable[[int], int]]:
+    """The file the user wrote and a map from .feature lines to its lines (YAML scenarios run as generated Gherkin).
+
+    The DSL's run info knows a scenario by its name in the file; an outline row by its rendered name.
+    """
+    info = next(filter(None, (run_info(item.config).scenario(feature_file, name) for name in names)), None)
     if info is not None:
         return info.source, lambda line: info.location_of(line).line
     path = Path(feature_file)
