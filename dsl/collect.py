@@ -1,0 +1,197 @@
+"""Scenario files → pytest collectors: compile, render YAML to Gherkin, hand scenarios to pytest-bdd.
+
+Each file under `stepgraph_paths` is compiled (all static checks; errors become a collection
+error listing every `file:line:col` line). YAML is rendered to a generated `.feature` in a
+temporary folder with a `@source:<file>:<line>` tag per scenario. Every tag becomes a registered
+marker. Scenarios are bound through pytest-bdd's public `scenario()` decorator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tempfile
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gherkin.parser import Parser
+from pytest_bdd import scenario as bdd_scenario
+
+from .bdd_steps import register_steps
+from .compiler import YAML_SUFFIXES, compile_file
+from .diagnostics import Location
+from .ir import Feature, Scenario
+from .load_gherkin import substitute
+from .registry import REGISTRY, Registry, StepDeclarationError
+from .render import RenderError, to_gherkin
+from .runinfo import RUN_INFO, ScenarioInfo
+
+GENERATED_DIR = pytest.StashKey[Path]()
+TAG_KINDS = {
+    "id": "requirement id, e.g. @id:B5",
+    "design": "design-doc id, e.g. @design:8.5.7",
+    "needs": "capability, e.g. @needs:nvml",
+    "source": "the YAML file and line a generated scenario comes from",
+}
+
+
+def _registry() -> Registry:
+    REGISTRY.load_entry_points()
+    return REGISTRY
+
+
+class _MarkerLine(str):
+    """A `markers` ini line whose name may contain ':' (pytest splits a line at its first ':',
+    which would turn `id:B5` into `id`); it splits at ': ' instead, so `id:B5` is registered."""
+
+    def split(self, sep: str | None = None, maxsplit: int = -1) -> list[str]:  # type: ignore[override]
+        if sep == ":":
+            return str.split(self, ": ", maxsplit)
+        return str.split(self, sep, maxsplit)
+
+
+def register_tag_marker(config: pytest.Config, tag: str) -> None:
+    """Make a scenario tag a registered marker, so `--strict-markers` and `-m 'id:B5'` accept it."""
+    kind = tag.partition(":")[0]
+    meaning = TAG_KINDS.get(kind, "scenario tag") if ":" in tag else "scenario tag"
+    if not any(str(line).startswith(f"{tag}: ") for line in config.getini("markers")):
+        config.addinivalue_line("markers", _MarkerLine(f"{tag}: stepgraph {kind if ':' in tag else 'tag'} ({meaning})"))
+
+
+class ScenarioModule(pytest.Module):
+    """One scenario file, compiled, then presented to pytest as a module of pytest-bdd scenarios."""
+
+    def _getobj(self) -> types.ModuleType:
+        config = self.config
+        info = config.stash[RUN_INFO]
+        try:
+            registry = _registry()
+        except StepDeclarationError as exc:
+            raise self.CollectError(f"stepgraph: {exc}") from None
+        compiled = compile_file(
+            self.path,
+            registry,
+            design_ids=info.design_ids,
+            design_source=info.design_source,
+            display=self.nodeid.split("::")[0] or self.path.name,
+        )
+        if not compiled.ok:
+            raise self.CollectError("\n".join(str(d) for d in compiled.diagnostics))
+        assert compiled.feature is not None
+        feature = compiled.feature
+        clashes = [
+            f"{s.location}: scenario id {sid!r} is also used at {info.ids[sid]} — ids name one scenario each"
+            for s in feature.scenarios
+            if (sid := feature.scenario_id(s)) is not None and info.ids.setdefault(sid, s.location).file != s.location.file
+        ]
+        if clashes:
+            raise self.CollectError("\n".join(clashes))
+        is_yaml = self.path.suffix in YAML_SUFFIXES
+        try:
+            feature_file = self._render_yaml(feature, compiled.display) if is_yaml else self.path
+        except RenderError as exc:
+            raise self.CollectError(f"{compiled.display}: {exc} — make it one line") from None
+        doc = Parser().parse(feature_file.read_text(encoding="utf-8"))  # the text pytest-bdd will run
+        line_maps = _line_maps(doc, feature)
+        module = types.ModuleType(self.path.stem)
+        module.__file__ = str(self.path)
+        register_steps(config, registry)
+        for tag in _file_tags(doc):
+            register_tag_marker(config, tag)
+        self._scenario_by_test: dict[str, ScenarioInfo] = {}
+        by_name_in_file: dict[str, ScenarioInfo] = {}
+        for name_in_file, scenario in _runnable(feature):
+            wrapper = bdd_scenario(str(feature_file), name_in_file, features_base_dir=str(feature_file.parent))(_noop)
+            wrapper.place_as = _located_at(self.path, scenario.location.line)  # type: ignore[attr-defined]
+            name = _test_name(name_in_file, set(self._scenario_by_test))
+            module.__dict__[name] = wrapper
+            scenario_info = ScenarioInfo(
+                feature=feature,
+                scenario=scenario,
+                source=compiled.display,
+                feature_file=str(feature_file),
+                line_map=line_maps.get(name_in_file, {}),
+            )
+            info.scenarios[(str(feature_file), name_in_file)] = scenario_info
+            self._scenario_by_test[name] = by_name_in_file[name_in_file] = scenario_info
+        for row in (s for s in feature.scenarios if s.outline is not None):
+            # pytest-bdd names each outline row by rendering <placeholders> in the outline's name
+            rendered = substitute(row.outline or "", dict(row.example))
+            info.scenarios[(str(feature_file), rendered)] = dataclasses.replace(by_name_in_file[row.outline or ""], scenario=row)
+        return module
+
+    def _render_yaml(self, feature: Feature, display: str) -> Path:
+        config = self.config
+        if GENERATED_DIR not in config.stash:
+            config.stash[GENERATED_DIR] = Path(tempfile.mkdtemp(prefix="stepgraph-features-"))
+        target = config.stash[GENERATED_DIR] / (re.sub(r"[^\w.-]+", "_", display) + ".feature")
+        target.write_text(to_gherkin(feature, lambda s: [f"source:{display}:{s.location.line}"]), encoding="utf-8")
+        return target
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        items = super().collect()
+        for item in items:
+            scenario_info = self._scenario_by_test.get(getattr(item, "originalname", item.name))
+            if scenario_info is not None:
+                item.stash[ITEM_SCENARIO] = scenario_info
+        return items
+
+
+#: The ScenarioInfo of a collected scenario item (`item.stash[ITEM_SCENARIO]`).
+ITEM_SCENARIO = pytest.StashKey[ScenarioInfo]()
+
+
+def _located_at(path: Path, line: int) -> types.FunctionType:
+    """A function whose code "is" at `path:line`. pytest reports a test's location from its
+    function's code, or from its `place_as`; this makes reports (and -v) point at the scenario the
+    user wrote instead of pytest-bdd's wrapper."""
+    namespace: dict[str, Any] = {}
+    exec(compile("\n" * max(line - 1, 0) + "def scenario(): pass\n", str(path), "exec"), namespace)
+    return namespace["scenario"]
+
+
+def _noop() -> None:
+    """A stepgraph scenario; its steps are in the scenario file."""
+
+
+def _file_tags(doc: dict[str, Any]) -> set[str]:
+    """Every tag pytest-bdd will turn into a mark: on the feature, its scenarios and their examples."""
+    feature = doc["feature"]
+    nodes = [feature] + [c["scenario"] for c in feature["children"] if "scenario" in c]
+    nodes += [e for n in nodes[1:] for e in n.get("examples", [])]
+    return {t["name"].removeprefix("@") for n in nodes for t in n.get("tags", [])}
+
+
+def _runnable(feature: Feature) -> list[tuple[str, Scenario]]:
+    """(name in the feature file, IR scenario) for each scenario pytest-bdd runs: an outline runs
+    once (pytest-bdd parametrizes its rows) and stands for its first row, whose steps and needs
+    every row shares."""
+    runnable: dict[str, Scenario] = {}
+    for scenario in feature.scenarios:
+        runnable.setdefault(scenario.outline or scenario.name, scenario)
+    return list(runnable.items())
+
+
+def _test_name(scenario_name: str, taken: set[str]) -> str:
+    base = "test_" + (re.sub(r"\W+", "_", scenario_name).strip("_").lower() or "scenario")
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    taken.add(name)
+    return name
+
+
+def _line_maps(doc: dict[str, Any], feature: Feature) -> dict[str, dict[int, Location]]:
+    """Per scenario name in the file pytest-bdd runs: line of each step → where the user wrote it."""
+    children = doc["feature"]["children"]
+    background_lines = [s["location"]["line"] for c in children if "background" in c for s in c["background"]["steps"]]
+    nodes = {c["scenario"]["name"]: c["scenario"] for c in children if "scenario" in c}
+    maps: dict[str, dict[int, Location]] = {}
+    for name, scenario in _runnable(feature):
+        lines = background_lines + [s["location"]["line"] for s in nodes[name]["steps"]]
+        calls = feature.background + scenario.steps
+        maps[name] = {line: call.location for line, call in zip(lines, calls, strict=True)}
+    return maps

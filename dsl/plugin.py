@@ -1,0 +1,85 @@
+"""The pytest plugin: scenario files under `stepgraph_paths` → pytest-bdd scenarios on a target.
+
+Gherkin files run as written; YAML files are rendered to generated `.feature` files (a temporary
+folder, removed at the end) with a `@source:` tag pointing at the YAML. Every declared step is
+registered with pytest-bdd from its declaration. Files are compiled first, so undefined,
+ambiguous and ill-typed steps are collection errors with `file:line:col` lines. Scenarios whose
+needs the target lacks are skipped before any setup. A run without scenario paths is untouched.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .bdd_steps import STEP_LOCATION
+from .collect import GENERATED_DIR, TAG_KINDS, ScenarioModule
+from .compiler import SCENARIO_SUFFIXES
+from .design_ids import design_ids_from_file
+from .runinfo import RUN_INFO, run_info
+from .targeting import gate_items, stepgraph_cache, stepgraph_scenario, stepgraph_session
+
+__all__ = ["stepgraph_cache", "stepgraph_scenario", "stepgraph_session"]  # fixtures this plugin provides
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini("stepgraph_paths", "folders (or files) whose .feature/.yaml files are stepgraph scenarios", type="paths", default=[])
+    parser.addini("stepgraph_design_doc", "Markdown design doc whose ids @design tags must name (static check 9)", default="")
+    group = parser.getgroup("stepgraph")
+    group.addoption(
+        "--target", dest="stepgraph_target", default=None, help="target to run scenarios on (default: twin if installed, else local)"
+    )
+    group.addoption(
+        "--target-option",
+        dest="stepgraph_target_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="option passed to the target's start(), repeatable",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    info = run_info(config)
+    for kind, meaning in TAG_KINDS.items():
+        config.addinivalue_line("markers", f"{kind}: stepgraph tag kind — {meaning}; select with -m '{kind}:VALUE'")
+    doc = config.getini("stepgraph_design_doc")
+    if doc:
+        path = Path(config.rootpath, doc)
+        if not path.is_file():
+            pytest.exit(f"stepgraph: design doc {doc!r} (ini stepgraph_design_doc) does not exist — fix the path", returncode=2)
+        info.design_ids, info.design_source = design_ids_from_file(path), doc
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    generated = config.stash.get(GENERATED_DIR, None)
+    if generated is not None:
+        shutil.rmtree(generated, ignore_errors=True)
+
+
+def _is_scenario_path(config: pytest.Config, file_path: Path) -> bool:
+    if file_path.suffix not in SCENARIO_SUFFIXES:
+        return False
+    resolved = file_path.resolve()
+    return any(resolved == root.resolve() or resolved.is_relative_to(root.resolve()) for root in config.getini("stepgraph_paths"))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if _is_scenario_path(parent.config, file_path):
+        return ScenarioModule.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    gate_items(config, items)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any, step_func: Any) -> None:
+    info = request.config.stash.get(RUN_INFO, None)
+    scenario_info = info.scenario(feature.filename, scenario.name) if info else None
+    if scenario_info is not None:
+        request.node.stash[STEP_LOCATION] = scenario_info.location_of(step.line_number)

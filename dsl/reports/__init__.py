@@ -1,0 +1,1 @@
+"""Reports: design-doc traceability and step-level results (pytest-bdd records → JSON, Cucumber, JUnit, trace)."""

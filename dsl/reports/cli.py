@@ -1,0 +1,108 @@
+"""`stepgraph trace`: design documents + results files → trace.md / trace.html / trace.json.
+
+Exit codes: 0 the trace was written; 1 a declared expectation was not met; 2 bad input (an
+unreadable file, a scenario claiming an id no document defines, …), reported as
+`file:line:col: what is wrong — what to do`. The reports are still written when orphans are found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from stepgraph.dsl.reports import render
+from stepgraph.dsl.reports.design import parse_design_doc
+from stepgraph.dsl.reports.errors import InputError
+from stepgraph.dsl.reports.expectations import load_expectations
+from stepgraph.dsl.reports.lock import load_lock, write_lock
+from stepgraph.dsl.reports.results import load
+from stepgraph.dsl.reports.trace import Inputs, build_trace, lock_entries
+
+FORMATS = ("md", "html", "json")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stepgraph trace",
+        description="Trace design-doc requirements to scenarios and their latest results.",
+        epilog="Scenarios link to requirements with @design:<ID>[,<ID>…] tags and are named by @id:<ID>.",
+    )
+    parser.add_argument("--design", nargs="+", required=True, metavar="DOC", help="Markdown design documents")
+    parser.add_argument("--results", nargs="+", required=True, metavar="FILE", help="results files (--stepgraph-results)")
+    parser.add_argument("--format", action="append", metavar="FMT",
+                        help="md, html, json (repeat or comma-separate; default: all three)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder for trace.md / trace.html / trace.json")
+    parser.add_argument("--baseline", nargs="+", metavar="FILE", help="earlier results to diff against")
+    parser.add_argument("--expect", metavar="FILE", help="expected outcomes per world (YAML)")
+    parser.add_argument("--lock", metavar="FILE", help="review lock (JSON) recording the reviewed requirement hashes")
+    parser.add_argument("--update-lock", action="store_true", help="accept every current link into --lock")
+    parser.add_argument("--only", action="append", metavar="GLOB", help="count only these requirement ids (e.g. 'B*', '8.5.*')")
+    parser.add_argument("--allow-orphans", action="store_true", help="do not exit 2 when scenarios claim unknown ids")
+    return parser
+
+
+def _formats(raw: list[str] | None, parser: argparse.ArgumentParser) -> list[str]:
+    chosen = [f.strip() for item in raw or [",".join(FORMATS)] for f in item.split(",") if f.strip()]
+    unknown = sorted(set(chosen) - set(FORMATS))
+    if unknown:
+        parser.error(f"unknown --format {', '.join(unknown)} (choose from {', '.join(FORMATS)})")
+    return list(dict.fromkeys(chosen))
+
+
+def _write(path: str | Path, write: Callable[[], None]) -> None:
+    try:
+        write()
+    except OSError as exc:
+        raise InputError(str(path), 1, f"cannot write: {exc.strerror or exc}",
+                         "check that --out names a folder you can write to") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    formats = _formats(args.format, parser)
+    if args.update_lock and not args.lock:
+        parser.error("--update-lock needs --lock FILE")
+    try:
+        docs = [parse_design_doc(path) for path in args.design]
+        inputs = Inputs(
+            docs=docs,
+            runs=[load(path) for path in args.results],
+            lock=load_lock(args.lock, docs) if args.lock and not args.update_lock else None,
+            expectations=load_expectations(args.expect) if args.expect else None,
+            baseline=[load(path) for path in args.baseline] if args.baseline else None,
+            only=args.only,
+        )
+        trace = build_trace(inputs)
+        if args.update_lock:
+            _write(args.lock, lambda: write_lock(args.lock, lock_entries(trace)))
+            trace = build_trace(dataclasses.replace(inputs, lock=lock_entries(trace)))
+        out = Path(args.out)
+        for fmt in formats:
+            _write(out / f"trace.{fmt}", lambda fmt=fmt: render.write(trace, fmt, out / f"trace.{fmt}"))
+    except InputError as error:
+        print(f"stepgraph trace: {error}", file=sys.stderr)
+        return 2
+    totals = trace["totals"]
+    print(f"stepgraph trace: {totals['covered']}/{totals['requirements']} requirements covered "
+          f"({totals['coverage_pct']}%), {totals['passing']} passing, {totals['suspect']} suspect → {out}")
+    status = 0
+    for orphan in trace["orphans"]:
+        print(f"{orphan['where']}:1: scenario {orphan['scenario']!r} claims unknown requirement "
+              f"{', '.join(orphan['ids'])} — fix the @design tag or add the requirement to a design document",
+              file=sys.stderr)
+    if trace["orphans"] and not args.allow_orphans:
+        status = 2
+    for exp in trace["expectations"]:
+        if not exp["ok"]:
+            print(f"{exp['where']}:1: expectation {exp['name']!r} not met: expected {exp['expected']}, got {exp['actual']}",
+                  file=sys.stderr)
+            status = status or 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""A catalog run's reports folder → pytest options before the run, the trace after it.
+
+The simplest wiring is the plugin option `--stepgraph-reports=DIR`, which does all of this inside
+pytest. A command that drives pytest itself can instead call, in three lines:
+
+    previous = run_reports.keep_previous(out)          # last run's results become the baseline
+    code = pytest.main(args + run_reports.pytest_args(out))
+    run_reports.write_trace(out, design=[...], baseline=previous)
+
+Layout: DIR/results.json, DIR/cucumber.json, DIR/junit.xml, DIR/trace.{md,html,json},
+DIR/previous/results.json (the run before, for the diff).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from stepgraph.dsl.reports.cli import main as trace_main
+
+FILES = ("results.json", "cucumber.json", "junit.xml")
+
+
+def pytest_args(out: Path) -> list[str]:
+    """Without the trace; `--stepgraph-reports=DIR` does all of this (and the trace) inside pytest."""
+    return [f"--stepgraph-{name.split('.')[0]}={out / name}" for name in FILES]
+
+
+def keep_previous(out: Path) -> Path | None:
+    """Move the last run's results aside (DIR/previous/results.json) and return it, if there was one."""
+    current = out / "results.json"
+    if not current.is_file():
+        return None
+    previous = out / "previous" / "results.json"
+    previous.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(current, previous)
+    return previous
+
+
+def write_trace(out: Path, design: list[Path], *, baseline: Path | None = None, expect: Path | None = None,
+                lock: Path | None = None) -> int:
+    """`stepgraph trace` over this run's results; returns its exit code (0, 1 or 2)."""
+    argv = ["--design", *map(str, design), "--results", str(out / "results.json"), "--out", str(out)]
+    if baseline is not None:
+        argv += ["--baseline", str(baseline)]
+    if expect is not None:
+        argv += ["--expect", str(expect)]
+    if lock is not None:
+        argv += ["--lock", str(lock)]
+    return trace_main(argv)
