@@ -69,6 +69,25 @@ def gpu(ctx: StepContext, p: Params) -> None:
     log("gpu touched")
 
 
+COUNTER = {"n": 0}
+
+
+@REGISTRY.when("rec.bump", "the shared counter is bumped", key="bump", effects={"increments-shared-counter"})
+def bump(ctx: StepContext, p: Params) -> None:
+    COUNTER["n"] += 1
+
+
+class Count(Params):
+    count: int
+
+
+@REGISTRY.then("rec.counter_is", "the shared counter is {count:int}", key="counter_is", absolute={"shared-counter"})
+def counter_is(ctx: StepContext, p: Count) -> None:
+    log("absolute check ran")
+    if COUNTER["n"] != p.count:
+        raise CheckFailed("counter", expected=p.count, observed=COUNTER["n"])
+
+
 class RecordingTarget(LocalTarget):
     name = "recording"
 
@@ -397,3 +416,19 @@ def test_a_scenario_outline_runs_each_row(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*expected: ≥ 31 s*", "*observed: 30 s*"])
     lines = [line.split(" facts=")[0] for line in log(project) if line.startswith("at ")]
     assert lines == [f"at scenarios/outline.feature:{n}:5" for n in (4, 5, 6, 4, 5)]  # the failing step logs nothing
+
+
+def test_an_absolute_check_after_an_incrementing_scenario_fails_before_its_steps(project: pytest.Pytester) -> None:
+    scenario(project, "a_bump.feature", "Feature: Bump\n  Scenario: Bumps\n    When the shared counter is bumped\n")
+    scenario(project, "b_fresh.feature", "Feature: Fresh\n  Scenario: Counts from zero\n    Then the shared counter is 0\n")
+    result = project.runpytest_subprocess()
+    result.assert_outcomes(passed=1, errors=1)  # an error at setup: not one step of it ran
+    result.stdout.fnmatch_lines(
+        [
+            "*scenarios/b_fresh.feature:3:5: rec.counter_is asserts the absolute value of shared-counter, which an earlier scenario "
+            "increments (scenarios/a_bump.feature:3:5) — compare against a baseline taken in this scenario, or run it first*"
+        ]
+    )
+    assert "absolute check ran" not in log(project)
+    alone = project.runpytest_subprocess("-k", "counts_from_zero")
+    alone.assert_outcomes(passed=1, deselected=1)
