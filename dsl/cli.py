@@ -68,6 +68,7 @@ def build_parser(extra: list[str]) -> argparse.ArgumentParser:
     sch.add_argument("--out", type=Path)
     run = sub.add_parser("run", help="run scenarios with pytest and the gherkin reporter; other options go to pytest")
     run.add_argument("paths", nargs="*", type=Path, metavar="PATH")
+    run.add_argument("--reports", metavar="DIR", help="write the reports here (the reports plugin's --stepgraph-reports)")
     for name in extra:
         sub.add_parser(name, help=f"(from {COMMANDS_GROUP})", add_help=False)
     return parser
@@ -229,6 +230,8 @@ def cmd_run(args: argparse.Namespace, passthrough: list[str]) -> int:
         raise UsageError(f"no such path: {missing[0]}")
     if args.paths:
         pytest_args += ["-o", "stepgraph_paths=" + " ".join(str(p) for p in args.paths)]
+    if args.reports:
+        pytest_args.append(f"--stepgraph-reports={args.reports}")
     if "--gherkin-terminal-reporter" not in passthrough:
         pytest_args += ["--gherkin-terminal-reporter", "-v"]
     return int(pytest.main(pytest_args + passthrough))
