@@ -446,3 +446,27 @@ def test_an_absolute_check_after_an_incrementing_scenario_fails_before_its_steps
     assert "absolute check ran" not in log(project)
     alone = project.runpytest_subprocess("-k", "counts_from_zero")
     alone.assert_outcomes(passed=1, deselected=1)
+
+
+def test_outline_rows_are_gated_by_their_own_needs(project: pytest.Pytester) -> None:
+    scenario(
+        project,
+        "rows.feature",
+        """\
+        Feature: Rows
+          Scenario Outline: Wait <d>
+            When we wait <d>
+
+            Examples:
+              | d   |
+              | 1 s |
+
+            @needs:nvml
+            Examples:
+              | d   |
+              | 2 s |
+        """,
+    )
+    result = project.runpytest_subprocess("-rs", "--target", "reclib:RecordingTarget")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*target 'recording' lacks nvml*"])
