@@ -162,6 +162,8 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     pytester.makepyfile(reclib=LIBRARY, conftest=CONFTEST)
     (pytester.path / "scenarios").mkdir()
     monkeypatch.setenv("REC_LOG", str(pytester.path / "rec.log"))
+    (pytester.path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(pytester.path / "tmp"))  # where generated features go; checked by left_behind()
     (pytester.path / "rec.log").write_text("")
     return pytester
 
@@ -172,6 +174,10 @@ def scenario(pytester: pytest.Pytester, name: str, text: str) -> None:
 
 def log(pytester: pytest.Pytester) -> list[str]:
     return [line for line in (pytester.path / "rec.log").read_text().splitlines() if not line.startswith("item ")]
+
+
+def left_behind(pytester: pytest.Pytester) -> list[str]:
+    return sorted(p.name for p in (pytester.path / "tmp").iterdir() if p.name.startswith("stepgraph-features-"))
 
 
 def item_locations(pytester: pytest.Pytester) -> list[str]:
@@ -288,9 +294,11 @@ def test_finalizers_run_on_ctrl_c(project: pytest.Pytester) -> None:
             And the operator presses ctrl-c
         """,
     )
+    scenario(project, "sample.yaml", YAML)  # collected, so its generated feature exists when Ctrl-C comes
     result = project.runpytest_subprocess("--target", "reclib:RecordingTarget")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert [line for line in log(project) if not line.startswith("at ")] == ["target started", "do a", "undo a"]
+    assert left_behind(project) == []
 
 
 def test_a_misconfigured_target_exits_2_with_one_line(project: pytest.Pytester) -> None:
@@ -300,6 +308,7 @@ def test_a_misconfigured_target_exits_2_with_one_line(project: pytest.Pytester) 
     output = result.stdout.str() + result.stderr.str()
     assert "stepgraph: target 'broken': TEST_NODE is not set — export TEST_NODE=<node name>" in output
     assert "Traceback" not in output
+    assert left_behind(project) == []  # the YAML scenario's generated feature is gone too
 
 
 def test_an_unknown_target_exits_2(project: pytest.Pytester) -> None:
