@@ -14,7 +14,8 @@ from typing import NoReturn
 from . import graph as graphs
 from .catalog import steps_markdown
 from .compiler import CompiledFile, compile_file, compile_paths, display_path
-from .design_ids import design_ids_from_file
+from .reports.design import requirement_ids
+from .reports.errors import InputError
 from .registry import REGISTRY, Registry, StepDeclarationError
 from .render import RenderError, to_gherkin, to_yaml
 from .schema import dumps, scenario_schema
@@ -102,7 +103,10 @@ def _design(args: argparse.Namespace) -> tuple[set[str] | None, str]:
         return None, ""
     if not doc.is_file():
         raise UsageError(f"design doc {str(doc)!r} does not exist")
-    return design_ids_from_file(doc), display_path(doc)
+    try:
+        return requirement_ids(doc), display_path(doc)
+    except InputError as err:
+        raise UsageError(str(err)) from None
 
 
 def _report(files: list[CompiledFile], extra: list) -> bool:

@@ -19,7 +19,8 @@ from .bdd_steps import STEP_LOCATION
 from .checks import order_hazards
 from .collect import GENERATED_DIR, ITEM_SCENARIO, TAG_KINDS, ScenarioModule
 from .compiler import SCENARIO_SUFFIXES
-from .design_ids import design_ids_from_file
+from .reports.design import requirement_ids
+from .reports.errors import InputError
 from .runinfo import RUN_INFO, run_info
 from .targeting import gate_items, stepgraph_cache, stepgraph_scenario, stepgraph_session
 
@@ -52,7 +53,10 @@ def pytest_configure(config: pytest.Config) -> None:
         path = Path(config.rootpath, doc)
         if not path.is_file():
             pytest.exit(f"stepgraph: design doc {doc!r} (ini stepgraph_design_doc) does not exist — fix the path", returncode=2)
-        info.design_ids, info.design_source = design_ids_from_file(path), doc
+        try:
+            info.design_ids, info.design_source = requirement_ids(path), doc
+        except InputError as err:
+            pytest.exit(f"stepgraph: {err}", returncode=2)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

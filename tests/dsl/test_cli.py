@@ -59,7 +59,7 @@ def test_bare_lint_checks_the_projects_scenario_paths_against_its_design_doc(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\nstepgraph_paths = ["cat"]\nstepgraph_design_doc = "plan.md"\n')
-    (tmp_path / "plan.md").write_text("## 8.5.7 Conflicts\n")
+    (tmp_path / "plan.md").write_text("## §8.5.7 Conflicts\n")
     (tmp_path / "cat").mkdir()
     (tmp_path / "cat" / "a.feature").write_text("Feature: F\n  @design:8.5.8\n  Scenario: S\n    When we wait 1 s\n")
     code, out, _ = run(["lint"], capsys)

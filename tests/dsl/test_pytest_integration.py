@@ -380,7 +380,7 @@ def test_a_check_that_never_holds_fails_with_expected_and_last_observed(project:
 
 def test_design_ids_are_checked_against_the_configured_design_doc(project: pytest.Pytester) -> None:
     project.makeini(INI + "stepgraph_design_doc = plan.md\n")
-    (project.path / "plan.md").write_text("# Plan\n## 8.5.7 Conflicts\n")
+    (project.path / "plan.md").write_text("# Plan\n## §8.5.7 Conflicts\n")
     scenario(project, "ok.feature", "Feature: A\n  @design:8.5.7\n  Scenario: Known\n    When we wait 1 s\n")
     scenario(project, "bad.feature", "Feature: B\n  @design:8.5.9\n  Scenario: Unknown\n    When we wait 1 s\n")
     result = project.runpytest_subprocess()
