@@ -10,6 +10,7 @@ needs the target lacks are skipped before any setup. A run without scenario path
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +62,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     generated = config.stash.get(GENERATED_DIR, None)
-    if generated is not None:
-        shutil.rmtree(generated, ignore_errors=True)
+    if generated is None:
+        return
+    try:
+        shutil.rmtree(generated)
+    except FileNotFoundError:
+        pass
+    except OSError as err:  # reported, not swallowed: a leftover folder is the user's to remove
+        sys.stderr.write(f"stepgraph: could not remove the generated features in {generated}: {err}\n")
 
 
 def _is_scenario_path(config: pytest.Config, file_path: Path) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -100,7 +101,12 @@ class Twin:
         if isinstance(self.clock, RealTimeClock):
             self.clock.close()
         if self._own_workdir and self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
+            try:
+                shutil.rmtree(self._workdir)
+            except FileNotFoundError:
+                pass
+            except OSError as err:  # reported, not swallowed
+                sys.stderr.write(f"twin: could not remove its work folder {self._workdir}: {err}\n")
         self.started = False
 
     def __enter__(self) -> Self:
