@@ -18,10 +18,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/ruff check .
 	$(BIN)/pytest tests -q -p no:cacheprovider
 
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info

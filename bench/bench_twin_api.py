@@ -16,6 +16,7 @@ import time
 import tracemalloc
 
 from kubernetes import client, watch
+
 from stepgraph.twin import Twin
 
 
@@ -68,7 +69,8 @@ def main() -> None:
     print(f"LIST {n_pods} pods, label selector {lst:8.1f} calls/s deserialised into V1Pod models, "
           f"{lst_raw:.1f} calls/s raw JSON  (half=0 selects {half})")
     print(f"PATCH an annotation            {patch:8.0f} calls/s")
-    print(f"memory for {n_pods} pods           RSS +{rss1 - rss0:6.1f} MiB (whole process), store objects {store_mib:6.1f} MiB (tracemalloc)")
+    print(f"memory for {n_pods} pods           RSS +{rss1 - rss0:6.1f} MiB (whole process), "
+          f"store objects {store_mib:6.1f} MiB (tracemalloc)")
     print(f"PATCH → watch event latency    median {statistics.median(latencies) * 1e3:6.2f} ms, "
           f"p95 {sorted(latencies)[int(len(latencies) * 0.95)] * 1e3:6.2f} ms, max {max(latencies) * 1e3:6.2f} ms")
 

@@ -14,10 +14,10 @@ from typing import NoReturn
 from . import graph as graphs
 from .catalog import steps_markdown
 from .compiler import CompiledFile, compile_file, compile_paths, display_path
-from .reports.design import requirement_ids
-from .reports.errors import InputError
 from .registry import REGISTRY, Registry, StepDeclarationError
 from .render import RenderError, to_gherkin, to_yaml
+from .reports.design import requirement_ids
+from .reports.errors import InputError
 from .schema import dumps, scenario_schema
 from .target import TargetConfigError, load_target
 

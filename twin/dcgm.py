@@ -270,7 +270,8 @@ class _Dcgmi:
             body: object = [{name: {"Current": _NOT_SPECIFIED, "Target": _NOT_SPECIFIED}} for name in others]
             body.insert(3, {"Power Limit (W)": {"Current": current, "Target": target}})  # type: ignore[attr-defined]
         else:  # 4.5+: a dict of field → {"children": {Current: {value}, Target: {value}}}
-            leaf = lambda c, t: {"children": {"Current": {"value": c}, "Target": {"value": t}}}
+            def leaf(c, t):
+                return {"children": {"Current": {"value": c}, "Target": {"value": t}}}
             body = {name: leaf(_NOT_SPECIFIED, _NOT_SPECIFIED) for name in others}
             body["Power Limit"] = leaf(current, target)  # type: ignore[index]
         return json.dumps({"body": body, "header": header}) + "\n", "", 0

@@ -105,7 +105,7 @@ class Planner:
             return
         try:
             spec = self.store.get(DGD_RESOURCE, self.namespace, self.dgd).get("spec") or {}
-        except Exception as exc:  # noqa: BLE001 — DGD gone or API down: skip the sweep
+        except Exception as exc:
             self.log(f"WARNING Could not read DGD {self.dgd}: {exc}")
             return
         services = spec.get("services") or {}
@@ -144,7 +144,7 @@ class Planner:
             return  # patch only when the value differs
         try:
             self.store.patch("pods", self.namespace, name, {"metadata": {"annotations": {ANNOTATION: str(limit)}}})
-        except Exception as exc:  # noqa: BLE001 — the planner warns and carries on
+        except Exception as exc:
             self.log(f"WARNING Failed to patch power annotation on pod {name}: {exc}")
             return
         self.log(f"INFO Annotated pod {name} with {ANNOTATION}={limit}")

@@ -120,6 +120,6 @@ def _mirror_node_switches(twin: Twin, switches: dict[str, Any]) -> None:
 def _exists(store: Any, resource: str, namespace: str | None, name: str) -> bool:
     try:
         store.get(resource, namespace, name)
-    except Exception:  # noqa: BLE001 — ApiError 404 is the normal "no"
+    except Exception:
         return False
     return True

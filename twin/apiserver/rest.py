@@ -27,9 +27,9 @@ log = logging.getLogger(__name__)
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", patches.APPLY_PATCH)
 MAX_BODY_KEY = web.AppKey("max_body", int)
 WATCH_QUEUES_KEY = web.AppKey("watch_queues", set)
-MAX_WATCH_SECONDS = 1800.0
+MAX_WATCH_SECONDS = 1800.0  # a watch with no timeoutSeconds still ends, as on a real server
 MAX_DEPTH = 100  # far beyond any real manifest; keeps copies and validation off the recursion limit
-MAX_YAML_NODES = 1_000_000  # expanded; a real server refuses "excessive aliasing" the same way  # a watch with no timeoutSeconds still ends, as on a real server
+MAX_YAML_NODES = 1_000_000  # expanded; a real server refuses "excessive aliasing" the same way
 
 
 @dataclass
@@ -320,7 +320,8 @@ async def _watch(request: web.Request, store: Store, target: Target) -> web.Stre
             raise bad_request(f"invalid timeoutSeconds: {q['timeoutSeconds']!r}") from None
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
-    deliver = lambda ev: loop.call_soon_threadsafe(queue.put_nowait, ev)
+    def deliver(ev):
+        return loop.call_soon_threadsafe(queue.put_nowait, ev)
     name_selector = f"metadata.name={target.name}" if target.name else None
     fields = ",".join(s for s in (q.get("fieldSelector"), name_selector) if s) or None
     resp = web.StreamResponse(headers={"Content-Type": "application/json"})

@@ -117,7 +117,7 @@ def parse_field_selector(selector: str | None, resource: str) -> Callable[[Mappi
     """A predicate over whole objects; unknown fields are a 400 as on a real server."""
     if not selector or not selector.strip():
         return lambda obj: True
-    allowed = ("metadata.name", "metadata.namespace") + FIELD_PATHS.get(resource, ())
+    allowed = ("metadata.name", "metadata.namespace", *FIELD_PATHS.get(resource, ()))
     checks: list[Callable[[Mapping], bool]] = []
     for part in _split(selector):
         m = re.match(r"^\s*([A-Za-z0-9_.]+)\s*(==|!=|=)\s*(.*?)\s*$", part)

@@ -98,7 +98,7 @@ class PowerAgent:
         for i in range(self.actuator.device_count()):
             try:
                 self._reconcile_gpu(i, scope)
-            except Exception as exc:  # noqa: BLE001 — one GPU's trouble must not stop the others
+            except Exception as exc:
                 self.log("ERROR", f"GPU {i}: reconcile failed: {exc!r}")
 
     def _build_uid_to_annotation(self, pods: list[dict]) -> dict[str, str | None]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+
 from stepgraph.twin import pytest_plugin
 
 # The plugin's fixtures and marker, without registering it as a global pytest plugin.

@@ -4,6 +4,7 @@ many PIDs (one spanning all, pinned `cuda:0`, tensor-parallel helpers, explicit 
 from __future__ import annotations
 
 import pytest
+
 from stepgraph.twin.cuda_contexts import plan_contexts
 
 GPUS = ("GPU-a", "GPU-b", "GPU-c", "GPU-d")

@@ -7,6 +7,7 @@ import typing
 
 import pytest
 from kubernetes.client.rest import ApiException
+
 from stepgraph.twin.workloads import Workload
 
 

@@ -6,6 +6,7 @@ import random
 import re
 
 import pytest
+
 from stepgraph.twin.host import Host, qos_class_of
 
 # The agent's two regexes (contract §3.2), used here as the oracle.

@@ -8,6 +8,7 @@ import re
 
 import pytest
 from kubernetes import utils
+
 from stepgraph.twin import Twin
 
 NS = "dynamo-power-test"

@@ -6,6 +6,7 @@ import random
 import re
 
 import pytest
+
 from stepgraph.twin.host import Host
 from stepgraph.twin.node import (
     DeviceAllocator,
@@ -56,7 +57,8 @@ def test_visible_gpus_claim_or_all():
     alloc = DeviceAllocator(inv, random.Random(0))
     node = Node(NodeConfig(), inv, Host(random.Random(0)), alloc)
     claimed = {"metadata": {"uid": "u1"}, "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}}
-    all_pod = {"metadata": {"uid": "u2"}, "spec": {"containers": [{"name": "c", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}]}}
+    all_env = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+    all_pod = {"metadata": {"uid": "u2"}, "spec": {"containers": [{"name": "c", "env": all_env}]}}
     none_pod = {"metadata": {"uid": "u3"}, "spec": {"containers": [{"name": "c"}]}}
     assert gpu_request(claimed) == 2
     alloc.allocate("u1", gpu_request(claimed))

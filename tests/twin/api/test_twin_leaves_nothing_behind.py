@@ -7,6 +7,7 @@ import threading
 
 from kubernetes import client, watch
 from kubernetes.stream import stream
+
 from stepgraph.twin import NodeConfig, Twin
 
 

@@ -9,6 +9,7 @@ import sys
 from importlib.metadata import entry_points
 
 from kubernetes import client, config
+
 from stepgraph.twin import cli
 
 

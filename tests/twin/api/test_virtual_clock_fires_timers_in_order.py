@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+
 from stepgraph.twin.clock import RealTimeClock, VirtualClock, make_clock
 
 

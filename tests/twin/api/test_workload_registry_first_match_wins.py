@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from stepgraph.twin.clock import VirtualClock
 from stepgraph.twin.host import Host
 from stepgraph.twin.workloads import (

@@ -13,6 +13,7 @@ from collections import Counter
 from kubernetes import client
 from kubernetes.stream import stream
 from prometheus_client.parser import text_string_to_metric_families
+
 from stepgraph.twin.world import World, load_world, parse_world, profile
 from stepgraph.twin.world_install import build_twin
 

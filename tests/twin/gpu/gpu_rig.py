@@ -11,6 +11,7 @@ import random
 import uuid as uuidlib
 
 from prometheus_client.parser import text_string_to_metric_families
+
 from stepgraph.twin.devices import NodeDevices
 from stepgraph.twin.faults import Faults
 from stepgraph.twin.gpus import GpuBoard, make_uuids

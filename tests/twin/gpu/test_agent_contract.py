@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 from gpu_rig import B200_CAPS, B200_TOPOLOGY, STATE, Rig, bad_counter_sums, scrape
+
 from stepgraph.twin.faults import Faults
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from stepgraph.twin.dcgm import (
     DCGM_FI_DEV_POWER_MGMT_LIMIT,
     DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF,

@@ -12,6 +12,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from gpu_rig import B200_CAPS, Rig, bad_counter_sums, scrape
+
 from stepgraph.twin.faults import Faults, FaultSwitches, UnknownFault, aiohttp_routes
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pynvml
 import pytest
+
 from stepgraph.twin.gpus import GpuBoard, UnknownSku, load_sku, make_uuids
 from stepgraph.twin.nvml import NvmlLibrary
 

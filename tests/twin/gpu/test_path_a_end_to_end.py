@@ -10,6 +10,7 @@ from collections import Counter
 
 import pytest
 from e2e_rig import ANNOTATION, TOPOLOGY, Cluster, family_sum
+
 from stepgraph.twin.world import World, load_world, profile
 
 LINE = re.compile(r"Annotated pod (\S+) with dynamo\.nvidia\.com/gpu-power-limit=(\d+)")

@@ -6,9 +6,10 @@ import re
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from store_rig import PathA
+
 from stepgraph.twin.faults import Faults
 from stepgraph.twin.planners import PlannerConfig, PlannerConfigError
-from store_rig import PathA
 
 LINE = re.compile(r"Annotated pod (\S+) with dynamo\.nvidia\.com/gpu-power-limit=(\d+)")
 EXPECTED = {("vllm-dgd-a", "prefill"): "350", ("vllm-dgd-a", "decode"): "325", ("vllm-dgd-b", "prefill"): "375",

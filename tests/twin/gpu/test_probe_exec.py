@@ -6,6 +6,7 @@ import sys
 import threading
 
 from gpu_rig import Rig
+
 from stepgraph.twin.probe_exec import ProbeContext, run_probe
 
 NVML_CAPS = """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from stepgraph.twin.world import PROFILES_DIR, WorldError, load_world, parse_world
 
 
