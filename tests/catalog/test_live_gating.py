@@ -1,0 +1,42 @@
+"""Live target settings: silent when not opted in, one actionable error when misconfigured."""
+
+from __future__ import annotations
+
+import pytest
+
+from stepgraph.targets.live_settings import LiveConfigError, LiveSettings
+
+
+def test_not_opted_in_offers_no_capabilities() -> None:
+    settings = LiveSettings.from_env({"TEST_NODE": "gpu-node-1"})
+    assert not settings.opted_in
+    assert settings.capabilities(path_a=True) == set()
+
+
+@pytest.mark.parametrize("flag", ["STEPGRAPH_LIVE", "RUN_MULTI_DGD_LIVE"])
+def test_opt_in_without_test_node_names_what_to_set(flag: str) -> None:
+    with pytest.raises(LiveConfigError, match=f"{flag}=1 but TEST_NODE is empty — set TEST_NODE"):
+        LiveSettings.from_env({flag: "1"})
+
+
+def test_unknown_variant_is_a_config_error() -> None:
+    with pytest.raises(LiveConfigError, match="STEPGRAPH_VARIANT='prod'"):
+        LiveSettings.from_env({"STEPGRAPH_LIVE": "1", "TEST_NODE": "n", "STEPGRAPH_VARIANT": "prod"})
+
+
+def test_variant_picks_namespace_unless_pod_namespace_overrides() -> None:
+    kaim = LiveSettings.from_env({"STEPGRAPH_LIVE": "1", "TEST_NODE": "n", "STEPGRAPH_VARIANT": "kaim"})
+    assert (kaim.namespace, kaim.node_label) == ("kaim-dynamo-system", "power-test/node=kaim")
+    custom = LiveSettings.from_env({"STEPGRAPH_LIVE": "1", "TEST_NODE": "n", "POD_NAMESPACE": "mine"})
+    assert custom.namespace == "mine"
+
+
+def test_path_dcgm_and_generations_become_capabilities() -> None:
+    env = {"RUN_MULTI_DGD_LIVE": "1", "TEST_NODE": "n"}
+    path_b = LiveSettings.from_env(env).capabilities(path_a=False)
+    assert {"k8s", "nvml", "path-b", "agent-pa-9790"} <= path_b
+    assert not {"dcgm", "planner", "path-a"} & path_b
+    path_a = LiveSettings.from_env({**env, "DCGM_HOSTENGINE_AVAILABLE": "1"}).capabilities(path_a=True)
+    assert {"path-a", "planner", "dcgm"} <= path_a
+    dgd_owned = LiveSettings.from_env({**env, "STEPGRAPH_PLANNER_GENERATION": "dgd-owned"})
+    assert "planner" not in dgd_owned.capabilities(path_a=True)
