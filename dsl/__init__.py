@@ -1,1 +1,71 @@
-"""The language: load → validate → compile → graph → render → run → report → CLI."""
+"""The language: load → validate → compile → graph → render → run → report → CLI.
+
+This module is the public step-authoring API: everything a step library or a target needs.
+"""
+
+from __future__ import annotations
+
+from .bindings import BindingError, Bindings, Ref
+from .clock import Clock, ManualClock, RealClock
+from .context import StepContext
+from .eventually import CheckFailed, EventuallyTimeout, eventually
+from .finalizers import FinalizerError, FinalizerStack
+from .matchers import MatchResult, delta, delta_at_least, delta_exactly, equal_except, multiset_equal, within_tolerance
+from .phrases import register_placeholder_type
+from .registry import (
+    MUTATING_EFFECTS,
+    REGISTRY,
+    NoParams,
+    Params,
+    Registry,
+    StepDecl,
+    StepDeclarationError,
+    given,
+    step,
+    then,
+    when,
+)
+from .target import DEFAULT_TICK_SECONDS, LocalTarget, Session, Target, TargetConfigError, TargetSession
+from .units import Duration, Power
+
+__all__ = [
+    "DEFAULT_TICK_SECONDS",
+    "MUTATING_EFFECTS",
+    "REGISTRY",
+    "BindingError",
+    "Bindings",
+    "CheckFailed",
+    "Clock",
+    "Duration",
+    "EventuallyTimeout",
+    "FinalizerError",
+    "FinalizerStack",
+    "LocalTarget",
+    "ManualClock",
+    "MatchResult",
+    "NoParams",
+    "Params",
+    "Power",
+    "RealClock",
+    "Ref",
+    "Registry",
+    "Session",
+    "StepContext",
+    "StepDecl",
+    "StepDeclarationError",
+    "Target",
+    "TargetConfigError",
+    "TargetSession",
+    "delta",
+    "delta_at_least",
+    "delta_exactly",
+    "equal_except",
+    "eventually",
+    "given",
+    "multiset_equal",
+    "register_placeholder_type",
+    "step",
+    "then",
+    "when",
+    "within_tolerance",
+]

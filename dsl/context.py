@@ -1,0 +1,73 @@
+"""The step context: what a step implementation receives besides its parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from . import matchers as _matchers
+from .bindings import Bindings
+from .clock import Clock
+from .eventually import DEFAULT_INTERVAL, eventually
+from .finalizers import FinalizerStack
+from .target import TargetSession
+from .units import Duration
+
+T = TypeVar("T")
+
+
+@dataclass
+class StepContext:
+    """Target session, bindings, finalizers, waiting and matchers for one step call."""
+
+    session: TargetSession
+    bindings: Bindings
+    finalizers: FinalizerStack
+    step_id: str = ""
+    location: str = ""
+    cache: dict[str, Any] = field(default_factory=dict)  # per target session; e.g. API clients
+    poll_interval: float = DEFAULT_INTERVAL
+    matchers = _matchers
+
+    @property
+    def clock(self) -> Clock:
+        return self.session.clock
+
+    @property
+    def tick_seconds(self) -> float:
+        return self.session.tick_seconds
+
+    @property
+    def kubeconfig(self) -> str | None:
+        return self.session.kubeconfig
+
+    @property
+    def capabilities(self) -> set[str]:
+        return self.session.capabilities
+
+    def seconds(self, duration: Duration | float) -> float:
+        """A Duration (maybe in agent ticks) or plain seconds → seconds on this target."""
+        if isinstance(duration, Duration):
+            return duration.to_seconds(self.tick_seconds)
+        return float(duration)
+
+    def resolve(self, value: Any) -> Any:
+        """Replace binding reads ($name) inside `value` by their values."""
+        return self.bindings.resolve(value)
+
+    def defer(self, func: Callable[[], Any], description: str) -> None:
+        """Register a compensation to run at the end of the scenario (LIFO, always)."""
+        self.finalizers.push(func, description)
+
+    def eventually(
+        self, condition: Callable[[], T], within: Duration | float, *, interval: float | None = None, description: str = ""
+    ) -> T:
+        """Retry `condition` on the target's clock until it stops raising AssertionError."""
+        return eventually(
+            condition,
+            timeout=self.seconds(within),
+            clock=self.clock,
+            interval=interval or self.poll_interval,
+            description=description or self.step_id,
+        )

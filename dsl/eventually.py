@@ -1,0 +1,71 @@
+"""`eventually`: a condition and a deadline → the condition's value as soon as it holds.
+
+Polls on the target's clock (virtual on the twin, so no wall-clock time passes). A condition
+signals "not yet" by raising AssertionError (a failed check); any other exception is a bug and
+propagates at once. On timeout the error shows what was expected and the last observed state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .clock import Clock
+
+T = TypeVar("T")
+
+DEFAULT_INTERVAL = 1.0
+
+
+class CheckFailed(AssertionError):
+    """A check did not hold; carries what was expected and what was observed."""
+
+    def __init__(self, message: str, *, expected: Any = None, observed: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.expected = expected
+        self.observed = observed
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        if self.expected is not None:
+            parts.append(f"  expected: {self.expected}")
+        if self.observed is not None:
+            parts.append(f"  observed: {self.observed}")
+        return "\n".join(parts)
+
+
+class EventuallyTimeout(CheckFailed):
+    """The condition still did not hold at the deadline."""
+
+
+def eventually(
+    condition: Callable[[], T],
+    *,
+    timeout: float,
+    clock: Clock,
+    interval: float = DEFAULT_INTERVAL,
+    description: str = "",
+) -> T:
+    """Call `condition` until it returns without AssertionError, at most until `timeout` seconds pass."""
+    if timeout < 0 or interval <= 0:
+        raise ValueError("eventually: timeout must be ≥ 0 and interval > 0")
+    deadline = clock.now() + timeout
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            return condition()
+        except AssertionError as failure:
+            last = failure
+        remaining = deadline - clock.now()
+        if remaining <= 0:
+            break
+        clock.sleep(min(interval, remaining))
+    what = f"{description}: " if description else ""
+    expected = getattr(last, "expected", None)
+    observed = getattr(last, "observed", None)
+    message = f"{what}still failing after {timeout:g} s ({attempts} attempts)"
+    if expected is None and observed is None:
+        message += f"; last failure: {last}"
+    raise EventuallyTimeout(message, expected=expected, observed=observed) from last

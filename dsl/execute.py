@@ -1,0 +1,24 @@
+"""One compiled step call + a context → the step's effect: retried under `within`, compensated, bound."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .context import StepContext
+from .registry import Params, StepDecl
+from .units import Duration
+
+
+def execute_call(decl: StepDecl, params: Params, ctx: StepContext, *, bind_as: str | None = None, within: Duration | None = None) -> Any:
+    """Run `decl` with `params`; register its compensation once it returned; bind its result."""
+
+    def attempt() -> Any:
+        return decl.func(ctx, params)
+
+    result = ctx.eventually(attempt, within, description=f"{decl.id} within {within}") if within is not None else attempt()
+    if decl.compensation is not None:
+        compensation = decl.compensation
+        ctx.defer(lambda: compensation(ctx, params, result), f"compensate {decl.id} ({ctx.location or 'step'})")
+    if bind_as is not None:
+        ctx.bindings.bind(bind_as, result)
+    return result

@@ -1,0 +1,139 @@
+"""Canonical phrases with typed placeholders → regular expressions that parse and render step text.
+
+A phrase such as `the counter {metric} grew by at least {n:int} since {since:ref}` names model
+fields in braces, with an optional placeholder type after the colon (default `str`). Each type
+knows the text it matches in Gherkin, how that text becomes a value for the parameter model, and
+how a value is written back, so Gherkin → IR → Gherkin is lossless.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .bindings import NAME_PATTERN, Ref
+from .units import DURATION_TEXT, POWER_TEXT, Duration, Power
+
+_QUOTED = r'"(?:[^"\\]|\\.)*"'
+
+
+def _unquote(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text[1:-1])
+
+
+def _quote(value: Any) -> str:
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _number(text: str) -> int | float:
+    return int(text) if re.fullmatch(r"-?\d+", text) else float(text)
+
+
+@dataclass(frozen=True)
+class PlaceholderType:
+    """How one kind of placeholder looks in Gherkin text, and how it converts."""
+
+    name: str
+    pattern: str  # a regex without capturing groups
+    parse: Callable[[str], Any]
+    render: Callable[[Any], str]
+
+
+PLACEHOLDER_TYPES: dict[str, PlaceholderType] = {}
+
+
+def register_placeholder_type(name: str, pattern: str, parse: Callable[[str], Any], render: Callable[[Any], str]) -> None:
+    """Make `{field:name}` usable in phrases. `pattern` must not contain capturing groups."""
+    if re.compile(pattern).groups:
+        raise ValueError(f"placeholder type {name!r}: use (?:...) instead of capturing groups")
+    PLACEHOLDER_TYPES[name] = PlaceholderType(name, pattern, parse, render)
+
+
+register_placeholder_type("str", _QUOTED, _unquote, _quote)
+register_placeholder_type("int", r"-?\d+", int, str)
+register_placeholder_type("number", r"-?\d+(?:\.\d+)?", _number, str)
+register_placeholder_type("word", r"[A-Za-z_][A-Za-z0-9_.:/-]*", str, str)
+register_placeholder_type("power", POWER_TEXT, str, lambda v: str(Power.parse(v)))
+register_placeholder_type("duration", DURATION_TEXT, str, lambda v: str(Duration.parse(v)))
+register_placeholder_type("ref", rf'"{NAME_PATTERN}"|\${NAME_PATTERN}', lambda t: Ref(t.strip('"$')), lambda v: _quote(Ref.parse(v).name))
+#: `{as}` — the name a step binds its result to; always written `"name"` in Gherkin.
+register_placeholder_type("bind", rf'"{NAME_PATTERN}"', lambda t: t.strip('"'), _quote)
+
+_PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([A-Za-z_][A-Za-z0-9_]*))?\}")
+BIND_FIELD = "as"
+
+
+class PhraseError(ValueError):
+    """A phrase that cannot work: unknown placeholder type, a field named twice, bad braces."""
+
+
+@dataclass(frozen=True)
+class Slot:
+    field: str
+    type: PlaceholderType
+
+
+class Phrase:
+    """One compiled canonical phrase."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.slots: list[Slot] = []
+        self._literals: list[str] = []
+        regex, pos = [], 0
+        for m in _PLACEHOLDER_RE.finditer(text):
+            literal = text[pos : m.start()]
+            self._literals.append(literal)
+            regex.append(_literal_regex(literal))
+            field, type_name = m.group(1), m.group(2) or ("bind" if m.group(1) == BIND_FIELD else "str")
+            if type_name not in PLACEHOLDER_TYPES:
+                raise PhraseError(f"phrase {text!r}: unknown placeholder type {type_name!r} — known: {sorted(PLACEHOLDER_TYPES)}")
+            if any(s.field == field for s in self.slots):
+                raise PhraseError(f"phrase {text!r}: field {field!r} appears twice — name each field once")
+            self.slots.append(Slot(field, PLACEHOLDER_TYPES[type_name]))
+            regex.append(f"({PLACEHOLDER_TYPES[type_name].pattern})")
+            pos = m.end()
+        tail = text[pos:]
+        self._literals.append(tail)
+        regex.append(_literal_regex(tail))
+        if "{" in "".join(self._literals) or "}" in "".join(self._literals):
+            raise PhraseError(f"phrase {text!r}: stray brace — placeholders look like {{field}} or {{field:type}}")
+        self.regex = re.compile("".join(regex).strip())
+        self.fields = [s.field for s in self.slots]
+
+    def match(self, text: str) -> dict[str, Any] | None:
+        """Parse `text` into raw field values, or None when it is not this phrase."""
+        m = self.regex.fullmatch(" ".join(text.split()))
+        if m is None:
+            return None
+        return {slot.field: slot.type.parse(value) for slot, value in zip(self.slots, m.groups(), strict=True)}
+
+    def render(self, values: dict[str, Any]) -> str:
+        out = [self._literals[0]]
+        for slot, literal in zip(self.slots, self._literals[1:], strict=True):
+            out += [slot.type.render(values[slot.field]), literal]
+        return " ".join("".join(out).split())
+
+    def __repr__(self) -> str:
+        return f"Phrase({self.text!r})"
+
+
+def _literal_regex(literal: str) -> str:
+    words = literal.split()
+    body = r"\s+".join(re.escape(w) for w in words)
+    lead = r"\s*" if literal[:1].isspace() else ""
+    trail = r"\s*" if literal[-1:].isspace() else ""
+    return f"{lead}{body}{trail}" if body else (r"\s*" if literal else "")
+
+
+WITHIN_RE = re.compile(rf"^within\s+({DURATION_TEXT})\s*,?\s+(.*)$", re.DOTALL)
+
+
+def split_within(text: str) -> tuple[Duration | None, str]:
+    """`within 2 agent ticks X` → (Duration, "X"); anything else → (None, text)."""
+    m = WITHIN_RE.match(" ".join(text.split()))
+    if m is None:
+        return None, text
+    return Duration.parse(m.group(1)), m.group(2)

@@ -1,0 +1,218 @@
+"""Step declarations → one registry that both syntaxes, the compiler and pytest-bdd read.
+
+A step is declared once with `@given/@when/@then(...)` (or `@step(..., keyword=...)`): stable id,
+keyword, canonical phrase, YAML key, parameter model, produced binding, needs, effects and
+compensation. Step libraries are found through the `stepgraph.steps` entry-point group.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .phrases import BIND_FIELD, Phrase, PhraseError, split_within
+
+Keyword = Literal["given", "when", "then"]
+KEYWORDS: tuple[Keyword, ...] = ("given", "when", "then")
+
+#: Effects that change the system under test and so need a compensation (static check 6).
+MUTATING_EFFECTS = frozenset({"creates-objects", "deletes-objects", "modifies-objects", "writes-gpu-caps"})
+
+_ID_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+_KEY_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+RESERVED_KEYS = frozenset({"expect", "within", "all", BIND_FIELD})
+
+
+class Params(BaseModel):
+    """Base of every step parameter model: unknown fields are errors, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+
+class NoParams(Params):
+    """For steps that take no parameters."""
+
+
+class StepDeclarationError(ValueError):
+    """A step declaration that cannot work; raised when the library is imported."""
+
+
+@dataclass(frozen=True)
+class StepDecl:
+    """Everything known about one library step."""
+
+    id: str
+    keyword: Keyword
+    phrase: Phrase
+    key: str
+    params: type[Params]
+    func: Callable[..., Any]
+    produces: str | None = None
+    needs: frozenset[str] = frozenset()
+    effects: frozenset[str] = frozenset()
+    compensation: Callable[..., Any] | None = None
+    doc: str = ""
+
+    @property
+    def is_check(self) -> bool:
+        """Then-steps are predicates: side-effect free, so they may be retried under `within`."""
+        return self.keyword == "then"
+
+    @property
+    def mutating_effects(self) -> frozenset[str]:
+        return self.effects & MUTATING_EFFECTS
+
+
+@dataclass(frozen=True)
+class Match:
+    decl: StepDecl
+    raw: dict[str, Any]  # field → raw value (before model validation), plus "as" if produced
+    within: Any = None  # Duration | None
+
+
+@dataclass
+class Registry:
+    """All declared steps, by id, YAML key and phrase."""
+
+    steps: dict[str, StepDecl] = field(default_factory=dict)
+    by_key: dict[str, StepDecl] = field(default_factory=dict)
+    loaded_groups: set[str] = field(default_factory=set)
+
+    def add(self, decl: StepDecl) -> StepDecl:
+        if decl.id in self.steps:
+            raise StepDeclarationError(f"step id {decl.id!r} is declared twice — ids must be unique")
+        if decl.key in self.by_key:
+            raise StepDeclarationError(
+                f"step {decl.id!r}: YAML key {decl.key!r} is already used by {self.by_key[decl.key].id!r} — pass key=..."
+            )
+        for other in self.steps.values():
+            if other.phrase.text == decl.phrase.text:
+                raise StepDeclarationError(f"step {decl.id!r}: same phrase as {other.id!r} — phrases must differ")
+        self.steps[decl.id] = decl
+        self.by_key[decl.key] = decl
+        return decl
+
+    def __iter__(self) -> Iterator[StepDecl]:
+        return iter(sorted(self.steps.values(), key=lambda d: d.id))
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def match(self, text: str) -> list[Match]:
+        """Every declaration whose phrase reads `text` (with or without a `within <duration>` prefix)."""
+        found: list[Match] = []
+        within, rest = split_within(text)
+        for decl in self.steps.values():
+            raw = decl.phrase.match(text)
+            if raw is not None:
+                found.append(Match(decl, raw))
+            elif within is not None and decl.is_check and (raw := decl.phrase.match(rest)) is not None:
+                found.append(Match(decl, raw, within))
+        return found
+
+    def step(self, id: str, keyword: Keyword, phrase: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator registering `func(ctx, params)` as a step in this registry."""
+
+        def register(func: Callable[..., Any]) -> Callable[..., Any]:
+            self.add(declare(func, id=id, keyword=keyword, phrase=phrase, **options))
+            return func
+
+        return register
+
+    def given(self, id: str, phrase: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return self.step(id, "given", phrase, **options)
+
+    def when(self, id: str, phrase: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return self.step(id, "when", phrase, **options)
+
+    def then(self, id: str, phrase: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return self.step(id, "then", phrase, **options)
+
+    def load_entry_points(self, group: str = "stepgraph.steps") -> None:
+        """Import every step library registered under `group` (once per registry)."""
+        if group in self.loaded_groups:
+            return
+        self.loaded_groups.add(group)
+        for ep in entry_points(group=group):
+            ep.load()
+
+
+def declare(
+    func: Callable[..., Any],
+    *,
+    id: str,
+    keyword: Keyword,
+    phrase: str,
+    key: str | None = None,
+    params: type[Params] | None = None,
+    produces: str | None = None,
+    needs: Iterable[str] = (),
+    effects: Iterable[str] = (),
+    compensation: Callable[..., Any] | None = None,
+    doc: str | None = None,
+) -> StepDecl:
+    """Build and validate one declaration (see `Registry.step`)."""
+    where = f"step {id!r}"
+    if not _ID_RE.match(id):
+        raise StepDeclarationError(f"{where}: ids are dotted lower-case names like 'k8s.apply'")
+    if keyword not in KEYWORDS:
+        raise StepDeclarationError(f"{where}: keyword must be one of {KEYWORDS}, not {keyword!r}")
+    key = key or id.rsplit(".", 1)[-1]
+    if not _KEY_RE.match(key) or key in RESERVED_KEYS:
+        raise StepDeclarationError(f"{where}: YAML key {key!r} must be a lower_snake name and not one of {sorted(RESERVED_KEYS)}")
+    try:
+        compiled = Phrase(phrase)
+    except PhraseError as exc:
+        raise StepDeclarationError(f"{where}: {exc}") from None
+    model = params or _params_from_annotation(func) or NoParams
+    fields = set(model.model_fields)
+    slots = set(compiled.fields)
+    if (BIND_FIELD in slots) != (produces is not None):
+        raise StepDeclarationError(f"{where}: a step that produces a value names it with {{as}} in its phrase, and only such a step does")
+    if unknown := slots - fields - {BIND_FIELD}:
+        raise StepDeclarationError(f"{where}: phrase names {sorted(unknown)}, which {model.__name__} does not have")
+    if missing := {n for n, f in model.model_fields.items() if f.is_required()} - slots:
+        raise StepDeclarationError(f"{where}: required fields {sorted(missing)} do not appear in the phrase")
+    effects = frozenset(effects)
+    if keyword == "then" and effects:
+        raise StepDeclarationError(f"{where}: then-steps are checks and may be retried, so they cannot have effects")
+    return StepDecl(
+        id=id,
+        keyword=keyword,
+        phrase=compiled,
+        key=key,
+        params=model,
+        func=func,
+        produces=produces,
+        needs=frozenset(needs),
+        effects=effects,
+        compensation=compensation,
+        doc=(doc if doc is not None else (func.__doc__ or "")).strip(),
+    )
+
+
+def _params_from_annotation(func: Callable[..., Any]) -> type[Params] | None:
+    import inspect
+    import typing
+
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:  # unresolvable annotations: fall back to explicit params=
+        return None
+    names = list(inspect.signature(func).parameters)
+    if len(names) >= 2 and isinstance(hints.get(names[1]), type) and issubclass(hints[names[1]], Params):
+        return hints[names[1]]
+    return None
+
+
+#: The registry the module-level decorators write to and the plugin and CLI read.
+REGISTRY = Registry()
+step = REGISTRY.step
+given = REGISTRY.given
+when = REGISTRY.when
+then = REGISTRY.then

@@ -1,0 +1,98 @@
+"""Targets: a named place to run scenarios → a session (kubeconfig, clock, ticks, capabilities, facts).
+
+Targets are found through the `stepgraph.targets` entry-point group; each entry point is a
+factory (usually the class) called without arguments. The built-in `local` target has no cluster
+and a virtual clock; the demo scenarios and target-independent steps run on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Protocol, runtime_checkable
+
+from .clock import Clock, ManualClock
+
+DEFAULT_TICK_SECONDS = 15.0
+TARGET_GROUP = "stepgraph.targets"
+
+
+class TargetConfigError(Exception):
+    """The target cannot run as configured; pytest and the CLI exit with code 2 and this one line."""
+
+
+@runtime_checkable
+class TargetSession(Protocol):
+    """What a running target gives the steps."""
+
+    kubeconfig: str | None
+    clock: Clock
+    tick_seconds: float
+    capabilities: set[str]
+    facts: dict[str, Any]
+
+
+@runtime_checkable
+class Target(Protocol):
+    """A factory of sessions. `capabilities` is known before start, so scenarios are gated statically."""
+
+    name: str
+    capabilities: frozenset[str]
+
+    def start(self, options: Mapping[str, str]) -> TargetSession: ...
+
+    def stop(self, session: TargetSession) -> None: ...
+
+
+@dataclass
+class Session:
+    """A plain TargetSession that targets may return."""
+
+    clock: Clock
+    kubeconfig: str | None = None
+    tick_seconds: float = DEFAULT_TICK_SECONDS
+    capabilities: set[str] = field(default_factory=set)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+class LocalTarget:
+    """No cluster, virtual time: for scenarios that need nothing."""
+
+    name = "local"
+    capabilities: frozenset[str] = frozenset()
+
+    def start(self, options: Mapping[str, str]) -> Session:
+        try:
+            tick = float(options.get("tick_seconds", DEFAULT_TICK_SECONDS))
+        except ValueError:
+            raise TargetConfigError("target local: tick_seconds must be a number of seconds — e.g. tick_seconds=15") from None
+        return Session(clock=ManualClock(), tick_seconds=tick, facts={"target": "local", "tick_seconds": tick})
+
+    def stop(self, session: TargetSession) -> None:
+        return None
+
+
+def target_factories() -> dict[str, Callable[[], Target]]:
+    """Every known target by name: the entry points, plus `local` unless one overrides it."""
+    found: dict[str, Callable[[], Target]] = {"local": LocalTarget}
+    for ep in entry_points(group=TARGET_GROUP):
+        found[ep.name] = ep.load
+    return found
+
+
+def default_target_name() -> str:
+    return "twin" if "twin" in target_factories() else "local"
+
+
+def load_target(name: str) -> Target:
+    factories = target_factories()
+    if name not in factories:
+        raise TargetConfigError(f"unknown target {name!r} — choose one of: {', '.join(sorted(factories))}")
+    factory = factories[name]
+    if factory is not LocalTarget:
+        factory = factory()  # entry point → the factory it names
+    target = factory()
+    if not isinstance(target, Target):
+        raise TargetConfigError(f"target {name!r} does not provide name, capabilities, start() and stop()")
+    return target

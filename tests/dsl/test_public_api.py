@@ -1,0 +1,109 @@
+"""The public step-authoring API: what stepgraph.dsl exports, and declarations that are refused."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import stepgraph.dsl as dsl
+from stepgraph.dsl import NoParams, Params, Power, Ref, Registry, StepDeclarationError
+
+
+def test_all_lists_exactly_the_public_names() -> None:
+    assert sorted(dsl.__all__) == sorted(set(dsl.__all__))
+    for name in dsl.__all__:
+        assert hasattr(dsl, name), name
+    for needed in (
+        "step",
+        "given",
+        "when",
+        "then",
+        "Params",
+        "StepContext",
+        "Target",
+        "TargetConfigError",
+        "Power",
+        "Duration",
+        "Ref",
+        "eventually",
+        "FinalizerStack",
+        "multiset_equal",
+    ):
+        assert needed in dsl.__all__
+
+
+class Cap(Params):
+    gpu: Ref
+    limit: Power
+
+
+def _declare(**overrides: object) -> None:
+    options: dict[str, object] = {
+        "id": "gpu.set_cap",
+        "keyword": "when",
+        "phrase": "the cap of GPU {gpu:ref} is set to {limit:power}",
+        "effects": {"writes-gpu-caps"},
+        "compensation": lambda ctx, p, r: None,
+    }
+    options.update(overrides)
+    reg = Registry()
+    reg.step(options.pop("id"), options.pop("keyword"), options.pop("phrase"), **options)(lambda ctx, p: None)  # type: ignore[arg-type]
+
+
+def test_a_valid_declaration_registers_with_its_key_and_model() -> None:
+    reg = Registry()
+
+    @reg.when("gpu.set_cap", "the cap of GPU {gpu:ref} is set to {limit:power}", effects={"writes-gpu-caps"})
+    def set_cap(ctx: object, p: Cap) -> None:
+        """Set one GPU's power cap."""
+
+    decl = reg.steps["gpu.set_cap"]
+    assert decl.key == "set_cap" and decl.params is Cap and decl.doc == "Set one GPU's power cap."
+    assert reg.by_key["set_cap"] is decl
+    assert decl.mutating_effects == {"writes-gpu-caps"}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"id": "NoDots"}, "ids are dotted lower-case names"),
+        ({"keyword": "and"}, "keyword must be one of"),
+        ({"phrase": "the cap of GPU {gpu:ref} is {nope}", "params": Cap}, "does not have"),
+        ({"phrase": "the cap of GPU {gpu:ref}", "params": Cap}, "required fields ['limit'] do not appear"),
+        ({"phrase": "x {gpu:colour} {limit:power}", "params": Cap}, "unknown placeholder type 'colour'"),
+        ({"phrase": "x {gpu:ref} {gpu:ref} {limit:power}", "params": Cap}, "appears twice"),
+        ({"phrase": "x {gpu:ref} {limit:power} as {as}", "params": Cap}, "produces a value names it with {as}"),
+        ({"produces": "caps", "params": Cap}, "produces a value names it with {as}"),
+        ({"keyword": "then", "params": Cap}, "cannot have effects"),
+        ({"key": "expect", "params": Cap}, "YAML key 'expect'"),
+    ],
+)
+def test_bad_declarations_are_refused_with_a_reason(overrides: dict[str, object], message: str) -> None:
+    overrides.setdefault("params", Cap)
+    with pytest.raises(StepDeclarationError, match=re.escape(message)):
+        _declare(**overrides)
+
+
+def test_ids_keys_and_phrases_are_unique_per_registry() -> None:
+    reg = Registry()
+    reg.given("demo.one", "one thing")(lambda ctx, p: None)
+    with pytest.raises(StepDeclarationError, match="declared twice"):
+        reg.given("demo.one", "another thing")(lambda ctx, p: None)
+    with pytest.raises(StepDeclarationError, match="already used"):
+        reg.given("other.one", "a third thing")(lambda ctx, p: None)
+    with pytest.raises(StepDeclarationError, match="same phrase"):
+        reg.given("demo.two", "one thing")(lambda ctx, p: None)
+
+
+def test_model_is_taken_from_the_second_parameters_annotation() -> None:
+    reg = Registry()
+
+    @reg.given("demo.nothing", "nothing at all")
+    def nothing(ctx: object, p: NoParams) -> None: ...
+
+    @reg.when("demo.cap", "cap {gpu:ref} at {limit:power}")
+    def cap(ctx: object, p: Cap) -> None: ...
+
+    assert reg.steps["demo.nothing"].params is NoParams
+    assert reg.steps["demo.cap"].params is Cap

@@ -1,0 +1,73 @@
+"""Units as types and canonical phrases: parse, compare, render back."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from stepgraph.dsl import Duration, Params, Power, Ref, Registry
+from stepgraph.dsl.phrases import Phrase, split_within
+
+
+@pytest.mark.parametrize(
+    ("text", "mw"), [("300 W", 300_000), ("300000 mW", 300_000), ("0.3 kW", 300_000), ("250.5W", 250_500), (300, 300_000)]
+)
+def test_power_normalises_to_milliwatts(text: object, mw: int) -> None:
+    assert Power.parse(text).milliwatts == mw
+
+
+def test_power_renders_canonically() -> None:
+    assert str(Power.parse("300000 mW")) == "300 W"
+    assert str(Power.parse("250.5 W")) == "250500 mW"
+
+
+@pytest.mark.parametrize("bad", ["300", "300 V", "W", "", True, None, "-5 W"])
+def test_power_refuses_non_powers(bad: object) -> None:
+    with pytest.raises(ValueError, match="is not a power"):
+        Power.parse(bad)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90 s", 90), ("90s", 90), ("1.5 min", 90), ("500 ms", 0.5), ("2 ticks", 30), ("1 agent tick", 15), ("2 agent ticks", 30), (12, 12)],
+)
+def test_durations_in_seconds_or_ticks(text: object, seconds: float) -> None:
+    assert Duration.parse(text).to_seconds(tick_seconds=15) == pytest.approx(seconds)
+
+
+def test_tick_durations_follow_the_targets_tick_length() -> None:
+    assert Duration.parse("2 ticks").to_seconds(tick_seconds=5) == 10
+    assert str(Duration.parse("1 tick")) == "1 agent tick" and str(Duration.parse("2 ticks")) == "2 agent ticks"
+    assert str(Duration.parse("1.5 min")) == "90 s"
+
+
+def test_units_validate_inside_models_and_say_what_to_write() -> None:
+    class Wait(Params):
+        limit: Power
+        within: Duration
+
+    assert Wait.model_validate({"limit": "200 W", "within": "1 tick"}).limit == Power(200_000)
+    with pytest.raises(ValidationError, match="write it like 90 s"):
+        Wait.model_validate({"limit": "200 W", "within": "soon"})
+
+
+def test_phrase_parses_typed_placeholders_and_renders_back() -> None:
+    phrase = Phrase("the counter {metric} grew by at least {n:int} since {since:ref}")
+    raw = phrase.match('the counter "a{b=\\"c\\"}"   grew by at least 3 since "c0"')
+    assert raw == {"metric": 'a{b="c"}', "n": 3, "since": Ref("c0")}
+    assert phrase.render(raw) == 'the counter "a{b=\\"c\\"}" grew by at least 3 since "c0"'
+    assert phrase.match("the counter grew") is None
+
+
+def test_within_prefix_is_split_off() -> None:
+    assert split_within("within 2 agent ticks the thing holds") == (Duration(2, "tick"), "the thing holds")
+    assert split_within("the thing holds") == (None, "the thing holds")
+
+
+def test_registry_matches_within_only_for_checks() -> None:
+    reg = Registry()
+    reg.then("demo.holds", "the thing holds")(lambda ctx, p: None)
+    reg.when("demo.acts", "the thing acts")(lambda ctx, p: None)
+    [m] = reg.match("within 3 s the thing holds")
+    assert m.decl.id == "demo.holds" and m.within == Duration(3, "s")
+    assert reg.match("within 3 s the thing acts") == []
