@@ -168,3 +168,32 @@ def parse_dcgmi_power_limit(text: str) -> tuple[int | None, int | None]:
                 if key in entry:
                     return _read_power_field(entry[key])
     return None, None
+
+
+# -- scenario data ------------------------------------------------------------------------------
+
+
+def parse_watts_list(text: str) -> list[int]:
+    """`"350, 325, 375×2"` → [350, 325, 375, 375]: a multiset of whole watts as scenarios write it.
+
+    Items are separated by commas; `W` units are optional; `×n` (or `xn`) repeats an item.
+    """
+    values: list[int] = []
+    for item in text.split(","):
+        word = item.strip().replace("×", "x")
+        if not word:
+            continue
+        base, _, times = word.partition("x")
+        base = base.strip().removesuffix("W").strip()
+        if not base.isdigit() or (times and not times.strip().isdigit()):
+            raise ValueError(f"{item.strip()!r} is not a power in watts — write e.g. \"350, 325, 375×2\"")
+        values += [int(base)] * (int(times) if times else 1)
+    if not values:
+        raise ValueError("an empty list of watts — write e.g. \"350, 325, 375×2\"")
+    return values
+
+
+def watts_list(text: str) -> str:
+    """Pydantic validator: accept the text only if it parses as a list of watts (kept as text)."""
+    parse_watts_list(text)
+    return text

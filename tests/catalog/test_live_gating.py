@@ -40,3 +40,29 @@ def test_path_dcgm_and_generations_become_capabilities() -> None:
     assert {"path-a", "planner", "dcgm"} <= path_a
     dgd_owned = LiveSettings.from_env({**env, "STEPGRAPH_PLANNER_GENERATION": "dgd-owned"})
     assert "planner" not in dgd_owned.capabilities(path_a=True)
+
+
+def test_live_target_without_opt_in_starts_with_no_capabilities_and_no_cluster() -> None:
+    from stepgraph.targets.live import LiveTarget
+
+    target = LiveTarget(env={"KUBECONFIG": "/nonexistent"})
+    assert target.capabilities == frozenset()
+    session = target.start({})
+    assert session.capabilities == set() and session.facts["opted_in"] is False
+
+
+def test_live_target_opted_in_without_node_is_a_target_config_error() -> None:
+    from stepgraph.dsl import TargetConfigError
+    from stepgraph.targets.live import LiveTarget
+
+    with pytest.raises(TargetConfigError, match="live target: STEPGRAPH_LIVE=1 but TEST_NODE is empty"):
+        _ = LiveTarget(env={"STEPGRAPH_LIVE": "1"}).capabilities
+
+
+def test_live_target_with_unreadable_kubeconfig_says_how_to_fix_it(tmp_path) -> None:
+    from stepgraph.dsl import TargetConfigError
+    from stepgraph.targets.live import LiveTarget
+
+    env = {"STEPGRAPH_LIVE": "1", "TEST_NODE": "n", "KUBECONFIG": str(tmp_path / "missing")}
+    with pytest.raises(TargetConfigError, match="no Kubernetes credentials .* set KUBECONFIG"):
+        LiveTarget(env=env).start({})

@@ -107,3 +107,11 @@ def test_mangled_exec_output_is_a_format_error_not_a_crash() -> None:
     # Finding #11: the preloaded exec path hands back str(dict) — single quotes, not JSON.
     with pytest.raises(OutputFormatError, match="not dcgmi JSON"):
         parse_dcgmi_power_limit(str(GROUPS))
+
+
+def test_watts_list_expands_repeats_and_units() -> None:
+    from stepgraph.steps._parsers import parse_watts_list
+
+    assert parse_watts_list("350, 325 W, 375×2, 300x2") == [350, 325, 375, 375, 300, 300]
+    with pytest.raises(ValueError, match="not a power in watts"):
+        parse_watts_list("350, lots")

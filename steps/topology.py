@@ -1,0 +1,84 @@
+"""Topology steps: bring up the multi-DGD topology the target offers — Path A (three DGDs whose
+operator renders worker and planner pods) or Path B (five stub workers) — and take it down again,
+verifying that every GPU is back at its default limit.
+
+The path comes from the target's capabilities (`path-a` / `path-b`); manifests come from the
+session's variant folder (examples/manifests/<variant>/). What already runs (a live node prepared
+by hand) is adopted, not owned: it is neither deleted nor reset afterwards.
+"""
+
+from __future__ import annotations
+
+from stepgraph.dsl import CheckFailed, NoParams, StepContext, given
+
+from ._cluster import PLANNER_SELECTOR, WORKER_SELECTOR, cluster
+from .k8s import ObjectRef, apply_documents, delete_objects, load_manifest
+from .nvml import restore_defaults
+
+PATH_B_MANIFESTS = ("50-stub-workers.yaml",)
+PATH_A_MANIFESTS = ("30-vllm-dgd-a.yaml", "31-vllm-dgd-b.yaml", "32-vllm-dgd-c.yaml")
+WORKERS = 5
+PLANNERS = 3
+STARTUP_DEADLINE_S = 300.0  # the seed's README waits 5 min for the stubs to be Ready
+
+
+def path_of(ctx: StepContext) -> str:
+    """`a` or `b`, from the target's capabilities."""
+    if "path-a" in ctx.capabilities:
+        return "a"
+    if "path-b" in ctx.capabilities:
+        return "b"
+    raise CheckFailed("topology path", expected="target capability path-a or path-b", observed=sorted(ctx.capabilities))
+
+
+def _running(ctx: StepContext, selector: str, count: int, what: str, on_node: bool = True) -> None:
+    def ready() -> None:
+        pods = cluster(ctx).pods(selector, on_node=on_node)
+        running = [p for p in pods if p.status and p.status.phase == "Running"]
+        if len(running) != count or len(pods) != count:
+            raise CheckFailed(
+                f"{what} running",
+                expected=f"{count} running",
+                observed={p.metadata.name: p.status.phase if p.status else None for p in pods} or "none",
+            )
+
+    ctx.eventually(ready, STARTUP_DEADLINE_S, interval=5.0, description=f"{count} {what} running")
+
+
+def _take_down(ctx: StepContext, params: NoParams, refs: list[ObjectRef]) -> None:
+    if not any(r.created for r in refs):
+        return  # adopted topology (prepared outside the run): leave it and its caps alone
+    delete_objects(ctx, refs, only_created=True)
+    c = cluster(ctx)
+
+    def workers_gone() -> None:
+        left = [p.metadata.name for p in c.pods(WORKER_SELECTOR, on_node=False)]
+        if left:
+            raise CheckFailed("worker pods gone", expected="none", observed=left)
+
+    ctx.eventually(workers_gone, 120.0, interval=5.0, description="worker pods deleted")
+    restore_defaults(c)
+
+
+@given(
+    "topology.running",
+    "the multi-DGD topology is running on the test node", key="topology",
+    needs=("k8s", "k8s-write", "agent"),
+    effects=("creates-objects",),
+    compensation=_take_down,
+)
+def running(ctx: StepContext, params: NoParams) -> list[ObjectRef]:
+    """Path B: five stub workers (1+1+2+2+2 GPUs). Path A: DGDs A, B, C with one planner each."""
+    c = cluster(ctx)
+    names = PATH_A_MANIFESTS if path_of(ctx) == "a" else PATH_B_MANIFESTS
+    refs: list[ObjectRef] = []
+    for name in names:
+        refs += apply_documents(ctx, load_manifest(c.manifest(name), c.namespace))
+    try:
+        _running(ctx, WORKER_SELECTOR, WORKERS, "worker pods")
+        if path_of(ctx) == "a":
+            _running(ctx, PLANNER_SELECTOR, PLANNERS, "planner pods", on_node=False)
+    except BaseException:
+        _take_down(ctx, params, refs)  # the compensation is pushed only once the step returns
+        raise
+    return refs
