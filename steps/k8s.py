@@ -20,7 +20,7 @@ from ruamel.yaml import YAML
 from stepgraph.dsl import CheckFailed, Params, Ref, StepContext, then, when
 
 from ._clients import ClusterError, NotFound, translated
-from ._cluster import POWER_ANNOTATION, Cluster, cluster
+from ._cluster import DGD_LABEL, POWER_ANNOTATION, ROLE_LABEL, WORKER_SELECTOR, Cluster, cluster
 
 DELETE_DEADLINE_S = 120.0  # the seed's teardown waits this long for pods to go (99-teardown.sh)
 
@@ -175,11 +175,12 @@ def pods_running(ctx: StepContext, params: PodsRunningParams) -> list[str]:
     return running
 
 
-class PodNameParams(Params):
+class RestartParams(Params):
     pod: str
+    watts: int
 
 
-def _recreate_if_missing(ctx: StepContext, params: PodNameParams, result: dict[str, Any]) -> None:
+def _recreate_if_missing(ctx: StepContext, params: RestartParams, result: dict[str, Any]) -> None:
     c = cluster(ctx)
     try:
         c.pod(params.pod)
@@ -189,33 +190,39 @@ def _recreate_if_missing(ctx: StepContext, params: PodNameParams, result: dict[s
 
 @when(
     "k8s.restart_pod",
-    "the pod {pod} is deleted and created again under the same name as {as}",
-    produces="restarted",
+    "the pod {pod} is deleted and created again under the same name, annotated {watts:int} W, as {as}",
+    key="restart_pod",
+    produces="restart record (old and new UID)",
     needs=("k8s", "k8s-write"),
     effects=("deletes-objects", "creates-objects"),
     compensation=_recreate_if_missing,
 )
-def restart_pod(ctx: StepContext, params: PodNameParams) -> dict[str, Any]:
-    """Replace a bare pod by an identical one (new UID, same name, same spec and annotations)."""
+def restart_pod(ctx: StepContext, params: RestartParams) -> dict[str, Any]:
+    """Replace a bare pod by one with the same name and spec (so a new UID) and a new power limit.
+
+    A new limit makes the restart observable: the GPU of the old pod keeps the old cap when the
+    pod goes (the agent never restores an idle GPU), so only a write for the new UID changes it.
+    """
     c = cluster(ctx)
     old = c.api.sanitize_for_serialization(c.pod(params.pod))
+    metadata = {k: old["metadata"][k] for k in ("name", "namespace", "labels", "annotations") if k in old["metadata"]}
+    metadata["annotations"] = {**metadata.get("annotations", {}), POWER_ANNOTATION: str(params.watts)}
     manifest = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {k: old["metadata"][k] for k in ("name", "namespace", "labels", "annotations") if k in old["metadata"]},
+        "metadata": metadata,
         "spec": {k: v for k, v in old["spec"].items() if k != "nodeName"},
     }
-    ref = ObjectRef("v1", "Pod", c.namespace, params.pod, created=True)
-    delete_objects(ctx, [ref], only_created=False)
+    delete_objects(ctx, [ObjectRef("v1", "Pod", c.namespace, params.pod, created=True)], only_created=False)
     apply_documents(ctx, [manifest])
 
     def running() -> str:
         pod = c.pod(params.pod)
-        if pod.status.phase != "Running":
-            raise CheckFailed(f"pod {params.pod} restarted", expected="Running", observed=pod.status.phase)
-        return pod.metadata.uid
+        if pod.status is None or pod.status.phase != "Running":
+            raise CheckFailed(f"pod {params.pod} restarted", expected="Running", observed=pod.status.phase if pod.status else None)
+        return str(pod.metadata.uid)
 
-    new_uid = ctx.eventually(running, 300.0, description=f"pod {params.pod} running again")
+    new_uid = ctx.eventually(running, 300.0, interval=2.0, description=f"pod {params.pod} running again")
     return {"old_uid": old["metadata"]["uid"], "new_uid": new_uid, "manifest": manifest}
 
 
@@ -263,6 +270,41 @@ def set_power_annotation(ctx: StepContext, params: AnnotateParams) -> str | None
     previous = (c.pod(params.pod).metadata.annotations or {}).get(POWER_ANNOTATION)
     _patch_power(c, params.pod, str(params.watts))
     return previous
+
+
+class RoleAnnotateParams(Params):
+    role: str
+    dgd: str
+    watts: int
+
+
+def worker_of(c: Cluster, dgd: str, role: str) -> str:
+    """The name of the one worker pod of a DGD with this sub-component role."""
+    pods = [p.metadata.name for p in c.pods(f"{WORKER_SELECTOR},{DGD_LABEL}={dgd},{ROLE_LABEL}={role}")]
+    if len(pods) != 1:
+        raise CheckFailed(f"the {role} worker of {dgd}", expected="exactly one pod", observed=pods or "none")
+    return pods[0]
+
+
+def _restore_role_annotation(ctx: StepContext, params: RoleAnnotateParams, previous: tuple[str, str | None]) -> None:
+    _patch_power(cluster(ctx), previous[0], previous[1])
+
+
+@when(
+    "k8s.set_worker_annotation",
+    "the power-limit annotation of the {role} worker of {dgd} is set to {watts:int} W",
+    key="annotate_worker",
+    needs=("k8s", "k8s-write"),
+    effects=("modifies-objects",),
+    compensation=_restore_role_annotation,
+)
+def set_worker_annotation(ctx: StepContext, params: RoleAnnotateParams) -> tuple[str, str | None]:
+    """Overwrite a DGD worker's power-limit annotation, as a foreign writer would (A4)."""
+    c = cluster(ctx)
+    name = worker_of(c, params.dgd, params.role)
+    previous = (c.pod(name).metadata.annotations or {}).get(POWER_ANNOTATION)
+    _patch_power(c, name, str(params.watts))
+    return name, previous
 
 
 class AnnotationIsParams(Params):
