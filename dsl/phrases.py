@@ -58,6 +58,9 @@ register_placeholder_type("word", r"[A-Za-z_][A-Za-z0-9_.:/-]*", str, str)
 register_placeholder_type("power", POWER_TEXT, str, lambda v: str(Power.parse(v)))
 register_placeholder_type("duration", DURATION_TEXT, str, lambda v: str(Duration.parse(v)))
 register_placeholder_type("ref", rf'"{NAME_PATTERN}"|\${NAME_PATTERN}', lambda t: Ref(t.strip('"$')), lambda v: _quote(Ref.parse(v).name))
+register_placeholder_type(
+    "list", _QUOTED, lambda t: [x.strip() for x in _unquote(t).split(",") if x.strip()], lambda v: _quote(", ".join(map(str, v)))
+)
 #: `{as}` — the name a step binds its result to; always written `"name"` in Gherkin.
 register_placeholder_type("bind", rf'"{NAME_PATTERN}"', lambda t: t.strip('"'), _quote)
 

@@ -169,7 +169,7 @@ def declare(
         compiled = Phrase(phrase)
     except PhraseError as exc:
         raise StepDeclarationError(f"{where}: {exc}") from None
-    model = params or _params_from_annotation(func) or NoParams
+    model = params or _params_from_annotation(func, where) or NoParams
     fields = set(model.model_fields)
     slots = set(compiled.fields)
     if (BIND_FIELD in slots) != (produces is not None):
@@ -196,17 +196,20 @@ def declare(
     )
 
 
-def _params_from_annotation(func: Callable[..., Any]) -> type[Params] | None:
+def _params_from_annotation(func: Callable[..., Any], where: str) -> type[Params] | None:
+    """The model annotated on the function's second parameter (`def f(ctx, p: MyParams)`)."""
     import inspect
     import typing
 
-    try:
-        hints = typing.get_type_hints(func)
-    except Exception:  # unresolvable annotations: fall back to explicit params=
-        return None
     names = list(inspect.signature(func).parameters)
-    if len(names) >= 2 and isinstance(hints.get(names[1]), type) and issubclass(hints[names[1]], Params):
-        return hints[names[1]]
+    if len(names) < 2:
+        return None
+    try:
+        hint = typing.get_type_hints(func).get(names[1])
+    except Exception:  # e.g. a model defined inside a function, under postponed annotations
+        raise StepDeclarationError(f"{where}: cannot resolve the annotation of {names[1]!r} — pass params=YourModel") from None
+    if isinstance(hint, type) and issubclass(hint, Params):
+        return hint
     return None
 
 

@@ -86,13 +86,27 @@ def default_target_name() -> str:
 
 
 def load_target(name: str) -> Target:
-    factories = target_factories()
-    if name not in factories:
-        raise TargetConfigError(f"unknown target {name!r} — choose one of: {', '.join(sorted(factories))}")
-    factory = factories[name]
-    if factory is not LocalTarget:
-        factory = factory()  # entry point → the factory it names
+    """A target by entry-point name, or by `package.module:factory` for ad-hoc targets."""
+    if ":" in name:
+        factory = _import_factory(name)
+    else:
+        factories = target_factories()
+        if name not in factories:
+            raise TargetConfigError(f"unknown target {name!r} — choose one of: {', '.join(sorted(factories))}")
+        factory = factories[name]
+        if factory is not LocalTarget:
+            factory = factory()  # entry point → the factory it names
     target = factory()
     if not isinstance(target, Target):
         raise TargetConfigError(f"target {name!r} does not provide name, capabilities, start() and stop()")
     return target
+
+
+def _import_factory(spec: str) -> Callable[[], Target]:
+    import importlib
+
+    module_name, _, attr = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise TargetConfigError(f"target {spec!r} cannot be loaded ({exc}) — write package.module:Factory") from None

@@ -107,3 +107,16 @@ def test_model_is_taken_from_the_second_parameters_annotation() -> None:
 
     assert reg.steps["demo.nothing"].params is NoParams
     assert reg.steps["demo.cap"].params is Cap
+
+
+def test_an_unresolvable_model_annotation_asks_for_params() -> None:
+    class Local(Params):
+        n: int
+
+    def local(ctx: object, p: Local) -> None: ...
+
+    reg = Registry()
+    with pytest.raises(StepDeclarationError, match="cannot resolve the annotation of 'p' — pass params=YourModel"):
+        reg.then("demo.local", "n is {n:int}")(local)
+    reg.then("demo.local", "n is {n:int}", params=Local)(local)
+    assert reg.steps["demo.local"].params is Local

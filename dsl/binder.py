@@ -1,0 +1,87 @@
+"""Step text or a YAML step key, with raw parameters → a validated StepCall (static checks 2 and 3)."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from pydantic import ValidationError
+
+from .bindings import Ref, is_ref_text
+from .diagnostics import Diagnostic, Location
+from .ir import StepCall
+from .phrases import BIND_FIELD
+from .registry import Registry, StepDecl
+from .units import Duration
+
+
+def bind_text(registry: Registry, text: str, location: Location) -> tuple[StepCall | None, list[Diagnostic]]:
+    """Gherkin step text → the one library step it names (undefined and ambiguous are errors)."""
+    matches = registry.match(text)
+    if not matches:
+        return None, [Diagnostic(location, f"undefined step: {text!r}", _suggest_phrase(registry, text), "binding")]
+    if len(matches) > 1:
+        ids = ", ".join(sorted(m.decl.id for m in matches))
+        return None, [Diagnostic(location, f"ambiguous step: {text!r} matches {ids}", "reword the phrases so one matches", "binding")]
+    [m] = matches
+    raw = dict(m.raw)
+    bind_as = raw.pop(BIND_FIELD, None)
+    return make_call(m.decl, raw, location, bind_as=bind_as, within=m.within)
+
+
+def make_call(
+    decl: StepDecl,
+    raw: dict[str, Any],
+    location: Location,
+    *,
+    bind_as: str | None = None,
+    within: Duration | None = None,
+    field_locations: dict[str, Location] | None = None,
+) -> tuple[StepCall | None, list[Diagnostic]]:
+    """Validate raw parameters against the step's model (static check 3)."""
+    field_locations = field_locations or {}
+    try:
+        params = decl.params.model_validate(raw)
+    except ValidationError as exc:
+        return None, [
+            _diagnostic(decl, raw, err, field_locations.get(str(err["loc"][0]) if err["loc"] else "", location)) for err in exc.errors()
+        ]
+    if within is not None and not decl.is_check:
+        return None, [
+            Diagnostic(
+                location,
+                f"`within` applies only to checks, and {decl.id} is a {decl.keyword}-step",
+                "move it out of `within`/`expect`",
+                "types",
+            )
+        ]
+    return StepCall(decl=decl, step_id=decl.id, params=params, bind_as=bind_as, within=within, location=location), []
+
+
+def _diagnostic(decl: StepDecl, raw: dict[str, Any], err: Any, location: Location) -> Diagnostic:
+    field = ".".join(str(p) for p in err["loc"])
+    value = err.get("input")
+    fields = ", ".join(decl.params.model_fields) or "no parameters"
+    if err["type"] == "extra_forbidden":
+        return Diagnostic(location, f"{decl.id} has no parameter {field!r}", f"it takes: {fields}", "types")
+    if err["type"] == "missing":
+        return Diagnostic(location, f"{decl.id} needs parameter {field!r}", f"it takes: {fields}", "types")
+    if (is_ref_text(value) or isinstance(value, Ref)) and "Ref" not in str(decl.params.model_fields[str(err["loc"][0])].annotation):
+        return Diagnostic(location, f"{decl.id}: parameter {field!r} does not take a binding ({value})", "write a literal value", "types")
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return Diagnostic(location, f"{decl.id}: parameter {field!r}: {message}", f"got {value!r}", "types")
+
+
+def suggest_key(registry: Registry, key: str) -> str:
+    close = difflib.get_close_matches(key, list(registry.by_key), n=3)
+    if close:
+        return "did you mean " + " or ".join(repr(c) for c in close) + "?"
+    return "run `stepgraph steps` to list the steps"
+
+
+def _suggest_phrase(registry: Registry, text: str) -> str:
+    phrases = {d.phrase.text: d for d in registry}
+    close = difflib.get_close_matches(text, list(phrases), n=1, cutoff=0.5)
+    if close:
+        return f"closest step: {phrases[close[0]].id} — {close[0]!r}"
+    return "run `stepgraph steps` to list the steps, or declare a new one (docs/design/authoring-steps.md)"

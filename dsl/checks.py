@@ -1,0 +1,125 @@
+"""Static checks over Feature IR → diagnostics: data flow (4), capabilities (5), effects (6),
+design ids (9), and duplicate scenario names/ids. Checks 1–3 happen while loading and binding.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection
+
+from .diagnostics import Diagnostic
+from .ir import Feature, StepCall
+from .registry import Registry
+
+#: Capabilities every target vocabulary shares; step declarations add their own `needs`.
+BASE_CAPABILITIES = frozenset({"k8s", "k8s-write", "nvml", "dcgm", "planner", "path-a", "path-b", "live"})
+
+
+def known_capabilities(registry: Registry) -> frozenset[str]:
+    return BASE_CAPABILITIES.union(*(d.needs for d in registry))
+
+
+def check_feature(
+    feature: Feature, registry: Registry, design_ids: Collection[str] | None = None, design_source: str = "", *, dataflow: bool = True
+) -> list[Diagnostic]:
+    found: dict[Diagnostic, None] = {}  # ordered set: background problems are reported once
+    flow = _dataflow(feature) if dataflow else []
+    for diag in (*flow, *_effects(feature), *_capabilities(feature, registry), *_duplicates(feature)):
+        found[diag] = None
+    if design_ids is not None:
+        for diag in _design(feature, design_ids, design_source):
+            found[diag] = None
+    return list(found)
+
+
+def _dataflow(feature: Feature) -> list[Diagnostic]:
+    diags = []
+    for scenario in feature.scenarios or [None]:
+        bound: set[str] = set()
+        calls = feature.background + (scenario.steps if scenario else ())
+        for call in calls:
+            for name in call.reads:
+                if name not in bound:
+                    diags.append(
+                        Diagnostic(
+                            call.location, f"${name} is read before it is bound", f'bind it in an earlier step with as "{name}"', "dataflow"
+                        )
+                    )
+            if call.bind_as is not None:
+                if call.bind_as in bound:
+                    diags.append(
+                        Diagnostic(
+                            call.location, f'"{call.bind_as}" is already bound', "bindings are immutable — choose another name", "dataflow"
+                        )
+                    )
+                bound.add(call.bind_as)
+    return diags
+
+
+def _all_calls(feature: Feature) -> list[StepCall]:
+    return [*feature.background, *(c for s in feature.scenarios for c in s.steps)]
+
+
+def _effects(feature: Feature) -> list[Diagnostic]:
+    return [
+        Diagnostic(
+            call.location,
+            f"{call.step_id} has effects ({', '.join(sorted(call.decl.mutating_effects))}) but no compensation",
+            "declare compensation= in its step library so teardown can undo it",
+            "effects",
+        )
+        for call in _all_calls(feature)
+        if call.decl.mutating_effects and call.decl.compensation is None
+    ]
+
+
+def _capabilities(feature: Feature, registry: Registry) -> list[Diagnostic]:
+    known = known_capabilities(registry)
+    diags = []
+    for owner, location in [(feature.tags, feature.location)] + [(s.tags, s.location) for s in feature.scenarios]:
+        for need in owner.needs:
+            if need not in known:
+                close = difflib.get_close_matches(need, sorted(known), n=1)
+                hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(sorted(known))}"
+                diags.append(Diagnostic(location, f"unknown capability {need!r}", hint, "capabilities"))
+    return diags
+
+
+def _duplicates(feature: Feature) -> list[Diagnostic]:
+    diags, names, ids = [], {}, {}
+    for scenario in feature.scenarios:
+        if scenario.name in names:
+            diags.append(
+                Diagnostic(
+                    scenario.location,
+                    f"scenario name {scenario.name!r} is used twice (first at line {names[scenario.name].line})",
+                    "give each scenario its own name",
+                    "duplicates",
+                )
+            )
+        names.setdefault(scenario.name, scenario.location)
+        sid = feature.scenario_id(scenario)
+        if sid is not None:
+            if sid in ids:
+                diags.append(
+                    Diagnostic(
+                        scenario.location,
+                        f"scenario id {sid!r} is used twice (first at line {ids[sid].line})",
+                        "ids name one scenario each; put @id on the scenarios, not the feature",
+                        "duplicates",
+                    )
+                )
+            ids.setdefault(sid, scenario.location)
+    return diags
+
+
+def _design(feature: Feature, design_ids: Collection[str], source: str) -> list[Diagnostic]:
+    diags = []
+    for scenario in feature.scenarios:
+        for ref in feature.design_ids(scenario):
+            if ref not in design_ids:
+                close = difflib.get_close_matches(ref, sorted(design_ids), n=1)
+                hint = f"did you mean {close[0]!r}?" if close else "name an id that the design doc defines"
+                where = f" ({source})" if source else ""
+                diags.append(Diagnostic(scenario.location, f"design id {ref!r} is not in the design doc{where}", hint, "design"))
+    return diags

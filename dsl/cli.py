@@ -1,0 +1,223 @@
+"""The `stepgraph` command: argv → lint / compile / graph / convert / steps / schema / run, plus
+sub-commands from the `stepgraph.commands` entry-point group. Usage errors: one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import NoReturn
+
+from . import graph as graphs
+from .catalog import steps_markdown
+from .compiler import CompiledFile, compile_file, compile_paths, display_path
+from .design_ids import design_ids_from_file
+from .registry import REGISTRY, Registry
+from .render import RenderError, to_gherkin, to_yaml
+from .schema import dumps, scenario_schema
+from .target import TargetConfigError, load_target
+
+COMMANDS_GROUP = "stepgraph.commands"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad command line; printed as one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} — see `{self.prog} --help`")
+
+
+def _registry() -> Registry:
+    REGISTRY.load_entry_points()
+    return REGISTRY
+
+
+def _extra_commands() -> dict[str, Callable[[list[str]], int]]:
+    return {ep.name: ep.load for ep in entry_points(group=COMMANDS_GROUP)}  # loaded only when used
+
+
+def build_parser(extra: list[str]) -> argparse.ArgumentParser:
+    parser = _Parser(prog="stepgraph", description="Scenarios in Gherkin or YAML → checked step graphs → pytest-bdd runs.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    lint = sub.add_parser("lint", help="static checks; exit 0 clean, 2 on errors")
+    lint.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    lint.add_argument("--design-doc", type=Path, help="Markdown doc whose ids @design tags must name (check 9)")
+    lint.add_argument("--target", help="also say which scenarios this target would skip")
+    comp = sub.add_parser("compile", help="write the .feature and graph JSON of each scenario file")
+    comp.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    comp.add_argument("--out", type=Path, required=True, metavar="DIR")
+    comp.add_argument("--design-doc", type=Path)
+    gr = sub.add_parser("graph", help="the step graph of a scenario file")
+    gr.add_argument("path", type=Path, metavar="SCENARIO")
+    gr.add_argument("--format", choices=("mermaid", "dot", "json"), default="mermaid")
+    gr.add_argument("--scenario", help="only the scenario with this name or id")
+    conv = sub.add_parser("convert", help="Gherkin ↔ YAML (the IR stays identical)")
+    conv.add_argument("path", type=Path, metavar="FILE")
+    conv.add_argument("--to", choices=("yaml", "gherkin"), required=True)
+    conv.add_argument("--out", type=Path, help="write here instead of stdout")
+    sub.add_parser("steps", help="the catalog of registered steps (Markdown)")
+    sch = sub.add_parser("schema", help="the JSON Schema of the YAML format")
+    sch.add_argument("--out", type=Path)
+    run = sub.add_parser("run", help="run scenarios with pytest and the gherkin reporter; other options go to pytest")
+    run.add_argument("paths", nargs="*", type=Path, metavar="PATH")
+    for name in extra:
+        sub.add_parser(name, help=f"(from {COMMANDS_GROUP})", add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = _extra_commands()
+    try:
+        if argv and argv[0] in extra and argv[0] not in _BUILTIN:
+            return int(extra[argv[0]]()(argv[1:]) or 0)
+        parser = build_parser(sorted(set(extra) - set(_BUILTIN)))
+        if argv and argv[0] == "run":
+            args, passthrough = parser.parse_known_args(argv)
+        else:
+            args, passthrough = parser.parse_args(argv), []
+        return _BUILTIN[args.command](args, passthrough)
+    except UsageError as exc:
+        print(f"stepgraph: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except TargetConfigError as exc:
+        print(f"stepgraph: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _design(args: argparse.Namespace) -> tuple[set[str] | None, str]:
+    doc = getattr(args, "design_doc", None)
+    if doc is None:
+        return None, ""
+    if not doc.is_file():
+        raise UsageError(f"design doc {str(doc)!r} does not exist")
+    return design_ids_from_file(doc), display_path(doc)
+
+
+def _report(files: list[CompiledFile], extra: list) -> bool:
+    diags = [d for f in files for d in f.diagnostics] + extra
+    for d in sorted(diags):
+        print(d)
+    return not diags
+
+
+def cmd_lint(args: argparse.Namespace, _: list[str]) -> int:
+    design_ids, source = _design(args)
+    target = load_target(args.target) if args.target else None
+    files, extra = compile_paths(args.paths, _registry(), design_ids=design_ids, design_source=source)
+    ok = _report(files, extra)
+    scenarios = sum(len(f.feature.scenarios) for f in files if f.feature)
+    if target is not None:
+        for f in files:
+            for s in f.feature.scenarios if f.feature else ():
+                missing = sorted(f.feature.needs(s) - set(target.capabilities))
+                if missing:
+                    print(f"{s.location}: note: target {target.name!r} would skip {s.name!r} (lacks {', '.join(missing)})")
+    status = "ok" if ok else "errors"
+    print(f"stepgraph lint: {len(files)} file(s), {scenarios} scenario(s): {status}", file=sys.stderr)
+    return EXIT_OK if ok else EXIT_USAGE
+
+
+def cmd_compile(args: argparse.Namespace, _: list[str]) -> int:
+    design_ids, source = _design(args)
+    files, extra = compile_paths(args.paths, _registry(), design_ids=design_ids, design_source=source)
+    if not _report(files, extra):
+        return EXIT_USAGE
+    args.out.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        assert f.feature is not None
+        stem = args.out / f.display.replace("..", "_")
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        tags = (lambda s, d=f.display: [f"source:{d}:{s.location.line}"]) if f.feature.syntax == "yaml" else None
+        Path(f"{stem}.feature").write_text(to_gherkin(f.feature, tags), encoding="utf-8")
+        Path(f"{stem}.graph.json").write_text(graphs.to_json_text(graphs.graphs(f.feature)), encoding="utf-8")
+    print(f"stepgraph compile: {len(files)} file(s) → {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _one(path: Path) -> CompiledFile:
+    compiled = compile_file(path, _registry())
+    if not compiled.ok:
+        for d in compiled.diagnostics:
+            print(d, file=sys.stderr)
+    return compiled
+
+
+def cmd_graph(args: argparse.Namespace, _: list[str]) -> int:
+    compiled = _one(args.path)
+    if not compiled.ok or compiled.feature is None:
+        return EXIT_USAGE
+    gs = graphs.graphs(compiled.feature)
+    if args.scenario:
+        gs = [g for g in gs if args.scenario in (g.scenario, g.id)]
+        if not gs:
+            raise UsageError(f"no scenario named {args.scenario!r} in {compiled.display}")
+    render = {"mermaid": graphs.to_mermaid, "dot": graphs.to_dot, "json": graphs.to_json_text}[args.format]
+    sys.stdout.write(render(gs))
+    return EXIT_OK
+
+
+def cmd_convert(args: argparse.Namespace, _: list[str]) -> int:
+    compiled = _one(args.path)
+    if not compiled.ok or compiled.feature is None:
+        return EXIT_USAGE
+    try:
+        text = to_yaml(compiled.feature) if args.to == "yaml" else to_gherkin(compiled.feature)
+    except RenderError as exc:
+        print(f"{exc} — keep this scenario in YAML", file=sys.stderr)
+        return EXIT_USAGE
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_steps(args: argparse.Namespace, _: list[str]) -> int:
+    sys.stdout.write(steps_markdown(_registry()))
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace, _: list[str]) -> int:
+    text = dumps(scenario_schema(_registry()))
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace, passthrough: list[str]) -> int:
+    import pytest
+
+    passthrough = [a for a in passthrough if a != "--"]
+    pytest_args = [str(p) for p in args.paths]
+    missing = [p for p in args.paths if not p.exists()]
+    if missing:
+        raise UsageError(f"no such path: {missing[0]}")
+    if args.paths:
+        pytest_args += ["-o", "stepgraph_paths=" + " ".join(str(p) for p in args.paths)]
+    if "--gherkin-terminal-reporter" not in passthrough:
+        pytest_args += ["--gherkin-terminal-reporter", "-v"]
+    return int(pytest.main(pytest_args + passthrough))
+
+
+_BUILTIN: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {
+    "lint": cmd_lint,
+    "compile": cmd_compile,
+    "graph": cmd_graph,
+    "convert": cmd_convert,
+    "steps": cmd_steps,
+    "schema": cmd_schema,
+    "run": cmd_run,
+}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

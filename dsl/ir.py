@@ -1,0 +1,99 @@
+"""The intermediate representation both syntaxes compile to: features, scenarios and step calls.
+
+IR equality ignores source locations, so a scenario converted between Gherkin and YAML compares
+equal to the original (`stepgraph convert` relies on that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .diagnostics import Location
+from .registry import Params, StepDecl
+from .units import Duration
+
+
+@dataclass(frozen=True)
+class StepCall:
+    """One use of a library step: validated parameters, optional binding and time window."""
+
+    decl: StepDecl = field(compare=False)
+    step_id: str
+    params: Params
+    bind_as: str | None = None
+    within: Duration | None = None
+    location: Location = field(default=Location("<memory>"), compare=False)
+
+    @property
+    def reads(self) -> list[str]:
+        """Names this call reads, in field order."""
+        return [ref.name for ref in _refs(self.params)]
+
+    def text(self) -> str:
+        """The canonical Gherkin text (without keyword)."""
+        values: dict[str, Any] = {name: getattr(self.params, name) for name in type(self.params).model_fields}
+        if self.bind_as is not None:
+            values["as"] = self.bind_as
+        body = self.decl.phrase.render(values)
+        return f"within {self.within} {body}" if self.within is not None else body
+
+
+@dataclass(frozen=True)
+class Tags:
+    """Tags by meaning: `@id:B5`, `@design:8.5.7`, `@needs:nvml`, and everything else."""
+
+    id: str | None = None
+    design: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+    other: tuple[str, ...] = ()
+
+    def as_gherkin(self) -> list[str]:
+        out = [f"id:{self.id}"] if self.id else []
+        out += [f"design:{d}" for d in self.design] + [f"needs:{n}" for n in self.needs] + list(self.other)
+        return out
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    tags: Tags = Tags()
+    description: str = ""
+    steps: tuple[StepCall, ...] = ()
+    location: Location = field(default=Location("<memory>"), compare=False)
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    tags: Tags = Tags()
+    description: str = ""
+    background: tuple[StepCall, ...] = ()
+    scenarios: tuple[Scenario, ...] = ()
+    location: Location = field(default=Location("<memory>"), compare=False)
+    syntax: str = field(default="gherkin", compare=False)  # "gherkin" or "yaml"
+
+    def scenario_id(self, scenario: Scenario) -> str | None:
+        return scenario.tags.id or self.tags.id
+
+    def design_ids(self, scenario: Scenario) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.tags.design + scenario.tags.design))
+
+    def needs(self, scenario: Scenario) -> frozenset[str]:
+        """What the scenario needs: declared tags plus every step's declared needs (static check 5)."""
+        calls = self.background + scenario.steps
+        return frozenset(self.tags.needs) | frozenset(scenario.tags.needs) | frozenset().union(*(c.decl.needs for c in calls))
+
+
+def _refs(value: Any) -> list[Any]:
+    from .bindings import Ref
+
+    if isinstance(value, Ref):
+        return [value]
+    if isinstance(value, Params):
+        return [r for name in type(value).model_fields for r in _refs(getattr(value, name))]
+    if isinstance(value, list | tuple | set | frozenset):
+        return [r for v in value for r in _refs(v)]
+    if isinstance(value, dict):
+        return [r for v in value.values() for r in _refs(v)]
+    return []

@@ -1,0 +1,139 @@
+"""Gherkin `.feature` files → Feature IR, through gherkin-official (the parser pytest-bdd uses)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gherkin.errors import CompositeParserException, ParserError
+from gherkin.parser import Parser
+
+from . import ir
+from .binder import bind_text
+from .diagnostics import Diagnostic, Location
+from .registry import Registry
+
+
+def parse_tags(raw: list[str], where: Location) -> tuple[ir.Tags, list[Diagnostic]]:
+    """`id:B5`, `design:8.5.7`, `needs:nvml` and plain tags (without the @) → Tags."""
+    ids, design, needs, other, diags = [], [], [], [], []
+    for tag in raw:
+        kind, _, value = tag.partition(":")
+        if kind == "id" and value:
+            ids.append(value)
+        elif kind == "design" and value:
+            design.append(value)
+        elif kind == "needs" and value:
+            needs.append(value)
+        else:
+            other.append(tag)
+    if len(ids) > 1:
+        diags.append(Diagnostic(where, f"more than one id: {', '.join(ids)}", "give each scenario one @id", "duplicates"))
+    return ir.Tags(id=ids[0] if ids else None, design=tuple(design), needs=tuple(needs), other=tuple(other)), diags
+
+
+def description_text(text: str) -> str:
+    return "\n".join(line.strip() for line in text.strip().splitlines())
+
+
+def load_gherkin(text: str, display: str, registry: Registry) -> tuple[ir.Feature | None, list[Diagnostic]]:
+    try:
+        doc = Parser().parse(text)
+    except CompositeParserException as exc:
+        return None, [_parse_diag(e, display) for e in exc.errors]
+    except ParserError as exc:
+        return None, [_parse_diag(exc, display)]
+    feature = doc.get("feature")
+    if not feature:
+        return None, [Diagnostic(Location(display), "no Feature in this file", "start it with `Feature: <name>`", "syntax")]
+    return _Builder(registry, display).feature(feature)
+
+
+def _parse_diag(exc: Any, display: str) -> Diagnostic:
+    loc = getattr(exc, "location", None) or {}
+    message = str(exc)
+    if message.startswith("("):
+        message = message.split(": ", 1)[-1]
+    return Diagnostic(
+        Location(display, loc.get("line", 1), loc.get("column") or 1),
+        f"Gherkin syntax: {message}",
+        "fix the keyword or indentation at that line",
+        "syntax",
+    )
+
+
+class _Builder:
+    def __init__(self, registry: Registry, display: str) -> None:
+        self.registry, self.display = registry, display
+        self.diags: list[Diagnostic] = []
+
+    def loc(self, node: dict[str, Any]) -> Location:
+        return Location(self.display, node["location"]["line"], node["location"].get("column") or 1)
+
+    def tags(self, node: dict[str, Any]) -> ir.Tags:
+        where = self.loc(node["tags"][0]) if node.get("tags") else self.loc(node)
+        tags, diags = parse_tags([t["name"].removeprefix("@") for t in node.get("tags", [])], where)
+        self.diags += diags
+        return tags
+
+    def feature(self, node: dict[str, Any]) -> tuple[ir.Feature | None, list[Diagnostic]]:
+        background: tuple[ir.StepCall, ...] = ()
+        scenarios: list[ir.Scenario] = []
+        for child in node.get("children", []):
+            if "background" in child:
+                background = self.steps(child["background"]["steps"])
+            elif "scenario" in child:
+                scenarios.append(self.scenario(child["scenario"]))
+            elif "rule" in child:
+                self.diags.append(
+                    Diagnostic(
+                        self.loc(child["rule"]),
+                        "`Rule:` blocks are not supported",
+                        "move the rule's scenarios into their own feature file",
+                        "syntax",
+                    )
+                )
+        if not scenarios and not self.diags:
+            self.diags.append(Diagnostic(self.loc(node), "the feature has no scenarios", "add a `Scenario:`", "syntax"))
+        feature = ir.Feature(
+            name=node["name"],
+            tags=self.tags(node),
+            description=description_text(node.get("description", "")),
+            background=background,
+            scenarios=tuple(scenarios),
+            location=self.loc(node),
+            syntax="gherkin",
+        )
+        return feature, self.diags
+
+    def scenario(self, node: dict[str, Any]) -> ir.Scenario:
+        if node.get("examples"):
+            self.diags.append(
+                Diagnostic(
+                    self.loc(node),
+                    "Scenario Outline / Examples are not supported yet",
+                    "write one scenario per example, or use YAML with bindings",
+                    "syntax",
+                )
+            )
+        return ir.Scenario(
+            name=node["name"],
+            tags=self.tags(node),
+            description=description_text(node.get("description", "")),
+            steps=self.steps(node["steps"]),
+            location=self.loc(node),
+        )
+
+    def steps(self, nodes: list[dict[str, Any]]) -> tuple[ir.StepCall, ...]:
+        calls = []
+        for node in nodes:
+            where = self.loc(node)
+            if "dataTable" in node or "docString" in node:
+                self.diags.append(
+                    Diagnostic(where, "data tables and doc strings are not supported", "put every parameter in the step's phrase", "syntax")
+                )
+                continue
+            call, diags = bind_text(self.registry, node["text"], where)
+            self.diags += diags
+            if call is not None:
+                calls.append(call)
+        return tuple(calls)

@@ -1,0 +1,291 @@
+"""YAML scenario files → Feature IR, with line/column for every node (ruamel.yaml + jsonschema).
+
+Safe by construction: ruamel's round-trip loader builds only maps, lists and scalars; duplicate
+keys are errors; alias expansion is bounded; the structure is checked against the published
+layout before any step is bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from . import ir
+from .binder import make_call, suggest_key
+from .bindings import is_ref_text
+from .diagnostics import Diagnostic, Location
+from .registry import Registry
+from .schema import structure_schema
+from .units import Duration
+
+MAX_NODES = 100_000
+Path_ = tuple[Any, ...]
+
+_VALIDATOR = Draft202012Validator(structure_schema())
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def parse_yaml(text: str, display: str) -> tuple[Any, dict[Path_, Location], list[Diagnostic]]:
+    """Text → plain data plus the location of every node (by path), or a syntax diagnostic."""
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    try:
+        doc = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display)
+        problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
+        return None, {}, [Diagnostic(where, f"YAML syntax: {problem}", _yaml_hint(problem), "syntax")]
+    except YAMLError as exc:
+        return None, {}, [Diagnostic(Location(display), f"YAML syntax: {' '.join(str(exc).split())}", "fix the YAML", "syntax")]
+    positions: dict[Path_, Location] = {(): Location(display)}
+    budget = [MAX_NODES]
+    try:
+        data = _plain(doc, (), positions, display, budget)
+    except _TooLarge:
+        return (
+            None,
+            {},
+            [
+                Diagnostic(
+                    Location(display),
+                    f"YAML aliases expand to more than {MAX_NODES} nodes",
+                    "remove the anchors (&) and aliases (*) and write the steps out",
+                    "syntax",
+                )
+            ],
+        )
+    except RecursionError:
+        return None, {}, [Diagnostic(Location(display), "YAML nests too deeply", "flatten the document", "syntax")]
+    return data, positions, []
+
+
+def _yaml_hint(problem: str) -> str:
+    if "\\t" in problem or "tab" in problem:
+        return "indent with spaces, not tabs"
+    if "duplicate key" in problem:
+        return "each key may appear once per mapping"
+    return "fix the YAML at that position"
+
+
+def _plain(node: Any, path: Path_, positions: dict[Path_, Location], display: str, budget: list[int]) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooLarge
+    if isinstance(node, CommentedMap):
+        out = {}
+        for key in node:
+            line, col = node.lc.key(key)
+            positions[(*path, str(key))] = Location(display, line + 1, col + 1)
+            vline, vcol = node.lc.value(key)
+            positions[("value", *path, str(key))] = Location(display, vline + 1, vcol + 1)
+            out[str(key)] = _plain(node[key], (*path, str(key)), positions, display, budget)
+        return out
+    if isinstance(node, CommentedSeq):
+        out_list = []
+        for i, item in enumerate(node):
+            line, col = node.lc.item(i)
+            positions[(*path, i)] = Location(display, line + 1, col + 1)
+            out_list.append(_plain(item, (*path, i), positions, display, budget))
+        return out_list
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    if isinstance(node, str):
+        return str(node)
+    return str(node)  # dates and other scalars: text, so the schema can say what it expected
+
+
+def _nearest(positions: dict[Path_, Location], path: Path_) -> Location:
+    """Where the key (or list item) at `path` is written, or its closest ancestor."""
+    while path not in positions:
+        path = path[:-1]
+    return positions[path]
+
+
+def _value_at(positions: dict[Path_, Location], path: Path_) -> Location:
+    """Where the value at `path` is written (falls back to its key)."""
+    return positions.get(("value", *path)) or _nearest(positions, path)
+
+
+def load_yaml(text: str, display: str, registry: Registry) -> tuple[ir.Feature | None, list[Diagnostic]]:
+    data, positions, diags = parse_yaml(text, display)
+    if diags:
+        return None, diags
+    if not isinstance(data, dict):
+        return None, [
+            Diagnostic(
+                Location(display),
+                "a scenario file is a mapping with `title` and `steps` (or `feature` and `scenarios`)",
+                "see docs/design/language.md",
+                "syntax",
+            )
+        ]
+    diags = [_schema_diagnostic(err, positions) for err in _VALIDATOR.iter_errors(data)]
+    feature, more = _Builder(registry, positions, display).feature(data)
+    return feature, diags + more
+
+
+def _schema_diagnostic(err: Any, positions: dict[Path_, Location]) -> Diagnostic:
+    path = tuple(err.absolute_path)
+    where = _nearest(positions, path)
+    field = "/".join(str(p) for p in path) or "the file"
+    if err.validator == "additionalProperties":
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        allowed = ", ".join(err.schema.get("properties", {}))
+        if extra:
+            where = _nearest(positions, (*path, extra[0]))
+        return Diagnostic(where, f"unknown key {', '.join(map(repr, extra))} in {field}", f"allowed keys: {allowed}", "syntax")
+    if err.validator == "required":
+        return Diagnostic(where, f"{field}: {err.message}", "add it", "syntax")
+    if err.validator in ("minProperties", "maxProperties"):
+        return Diagnostic(
+            where,
+            f"{field}: a step is one key with its parameters",
+            "write `- key: {param: value}`; put `as:` inside the parameters",
+            "syntax",
+        )
+    if err.validator == "type":
+        return Diagnostic(
+            _value_at(positions, path),
+            f"{field}: expected {_type_words(err.validator_value)}, got {err.instance!r}",
+            "fix the value's type",
+            "syntax",
+        )
+    return Diagnostic(_value_at(positions, path), f"{field}: {err.message}", "see docs/design/language.md", "syntax")
+
+
+def _type_words(kind: Any) -> str:
+    kinds = kind if isinstance(kind, list) else [kind]
+    words = {
+        "object": "a mapping",
+        "array": "a list",
+        "string": "a string",
+        "null": "nothing",
+        "number": "a number",
+        "integer": "an integer",
+        "boolean": "true/false",
+    }
+    return " or ".join(words.get(k, k) for k in kinds)
+
+
+class _Builder:
+    """Plain data → IR, binding each step through the registry. It runs even when the schema
+    found problems (so all errors of a file come at once) and skips whatever is malformed."""
+
+    def __init__(self, registry: Registry, positions: dict[Path_, Location], display: str) -> None:
+        self.registry, self.positions, self.display = registry, positions, display
+        self.diags: list[Diagnostic] = []
+
+    def feature(self, data: dict[str, Any]) -> tuple[ir.Feature | None, list[Diagnostic]]:
+        background = self.steps(data.get("background"), ("background",))
+        if "scenarios" in data:
+            items = data["scenarios"] if isinstance(data["scenarios"], list) else []
+            scenarios = tuple(self.scenario(s, ("scenarios", i)) for i, s in enumerate(items) if isinstance(s, dict))
+            feature = ir.Feature(
+                name=_text(data.get("feature")),
+                tags=self.tags(data),
+                description=_text(data.get("description")),
+                background=background,
+                scenarios=scenarios,
+                location=Location(self.display),
+                syntax="yaml",
+            )
+        else:
+            scenario = self.scenario({k: v for k, v in data.items() if k != "background"}, ())
+            feature = ir.Feature(
+                name=scenario.name, background=background, scenarios=(scenario,), location=Location(self.display), syntax="yaml"
+            )
+        return feature, self.diags
+
+    def tags(self, data: dict[str, Any]) -> ir.Tags:
+        return ir.Tags(
+            id=_text(data.get("id")) or None,
+            design=_texts(data.get("design")),
+            needs=_texts(data.get("needs")),
+            other=_texts(data.get("tags")),
+        )
+
+    def scenario(self, data: dict[str, Any], path: Path_) -> ir.Scenario:
+        return ir.Scenario(
+            name=_text(data.get("title")),
+            tags=self.tags(data),
+            description=_text(data.get("description")),
+            steps=self.steps(data.get("steps"), (*path, "steps")),
+            location=_nearest(self.positions, (*path, "title")),
+        )
+
+    def steps(self, items: Any, path: Path_) -> tuple[ir.StepCall, ...]:
+        return tuple(self._calls(items if isinstance(items, list) else [], path, within=None))
+
+    def _calls(self, items: list[Any], path: Path_, within: Duration | None) -> Iterator[ir.StepCall]:
+        for i, item in enumerate(items):
+            item_path = (*path, i)
+            if isinstance(item, str):
+                key, value = item, None
+            elif isinstance(item, dict) and len(item) == 1:
+                key, value = next(iter(item.items()))
+            else:
+                continue  # the schema reported it
+            if key == "expect":
+                if not isinstance(value, dict) or not isinstance(value.get("all"), list):
+                    continue
+                if within is not None:
+                    self.diags.append(Diagnostic(self.positions[item_path], "`expect` cannot nest", "flatten it", "syntax"))
+                    continue
+                try:
+                    window = Duration.parse(value["within"]) if "within" in value else None
+                except ValueError:
+                    continue  # the schema reported it
+                yield from self._calls(value["all"], (*item_path, "expect", "all"), within=window)
+                continue
+            if value is not None and not isinstance(value, dict):
+                continue
+            call = self._call(key, value, item_path, within)
+            if call is not None:
+                yield call
+
+    def _call(self, key: str, value: dict[str, Any] | None, path: Path_, within: Duration | None) -> ir.StepCall | None:
+        where = _nearest(self.positions, (*path, key))
+        decl = self.registry.by_key.get(key)
+        if decl is None:
+            self.diags.append(Diagnostic(where, f"unknown step {key!r}", suggest_key(self.registry, key), "binding"))
+            return None
+        raw = dict(value or {})
+        bind_as = raw.pop("as", None)
+        if bind_as is not None and decl.produces is None:
+            self.diags.append(Diagnostic(where, f"{decl.id} produces nothing to bind with `as`", "remove `as`", "types"))
+            return None
+        if bind_as is not None and (not isinstance(bind_as, str) or is_ref_text(bind_as)):
+            self.diags.append(
+                Diagnostic(
+                    _value_at(self.positions, (*path, key, "as")),
+                    f"`as` takes a plain name, got {bind_as!r}",
+                    "write `as: gpu` (no $)",
+                    "types",
+                )
+            )
+            return None
+        fields = {name: _value_at(self.positions, (*path, key, name)) for name in raw}
+        call, diags = make_call(decl, raw, where, bind_as=bind_as, within=within, field_locations=fields)
+        self.diags += diags
+        return call
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()

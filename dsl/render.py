@@ -1,0 +1,158 @@
+"""Feature IR → text: Gherkin (for pytest-bdd and `convert`) and YAML (for `convert`).
+
+Both are built node by node from the IR, never from user-editable templates. Rendering then
+loading gives back an equal IR (the round-trip tests hold this).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from .ir import Feature, Scenario, StepCall, Tags
+
+INDENT = "  "
+
+
+class RenderError(ValueError):
+    """The IR holds something the target syntax cannot express."""
+
+
+def to_gherkin(feature: Feature, extra_scenario_tags: Callable[[Scenario], list[str]] | None = None) -> str:
+    lines: list[str] = []
+    _tag_line(lines, feature.tags.as_gherkin(), "")
+    lines.append(f"Feature: {_one_line(feature.name)}")
+    lines += [f"{INDENT}{line}" if line else "" for line in feature.description.splitlines()]
+    if feature.background:
+        lines += ["", f"{INDENT}Background:"]
+        lines += _gherkin_steps(feature.background)
+    for scenario in feature.scenarios:
+        lines.append("")
+        extra = extra_scenario_tags(scenario) if extra_scenario_tags else []
+        _tag_line(lines, scenario.tags.as_gherkin() + extra, INDENT)
+        lines.append(f"{INDENT}Scenario: {_one_line(scenario.name)}")
+        lines += [f"{INDENT * 2}{line}" if line else "" for line in scenario.description.splitlines()]
+        lines += _gherkin_steps(scenario.steps)
+    return "\n".join(lines) + "\n"
+
+
+def _one_line(text: str) -> str:
+    if "\n" in text:
+        raise RenderError(f"names are one line in Gherkin: {text!r}")
+    return text
+
+
+def _tag_line(lines: list[str], tags: list[str], indent: str) -> None:
+    if tags:
+        lines.append(indent + " ".join(f"@{t}" for t in tags))
+
+
+def _gherkin_steps(calls: tuple[StepCall, ...]) -> list[str]:
+    out, previous = [], None
+    for call in calls:
+        _check_expressible(call)
+        keyword = call.decl.keyword
+        word = "And" if keyword == previous else keyword.capitalize()
+        out.append(f"{INDENT * 2}{word} {call.text()}")
+        previous = keyword
+    return out
+
+
+def _check_expressible(call: StepCall) -> None:
+    shown = set(call.decl.phrase.fields)
+    for name, info in type(call.params).model_fields.items():
+        if name not in shown and getattr(call.params, name) != info.get_default(call_default_factory=True):
+            raise RenderError(
+                f"{call.location}: {call.step_id}: parameter {name!r} is not part of the Gherkin phrase, "
+                "so this value can only be written in YAML"
+            )
+
+
+def to_yaml(feature: Feature) -> str:
+    doc = CommentedMap()
+    short = len(feature.scenarios) == 1 and feature.name == feature.scenarios[0].name and feature.tags == Tags() and not feature.description
+    if short:
+        scenario = feature.scenarios[0]
+        doc["title"] = scenario.name
+        _yaml_tags(doc, scenario.tags)
+        if scenario.description:
+            doc["description"] = scenario.description
+        if feature.background:
+            doc["background"] = _yaml_steps(feature.background)
+        doc["steps"] = _yaml_steps(scenario.steps)
+    else:
+        doc["feature"] = feature.name
+        _yaml_tags(doc, feature.tags)
+        if feature.description:
+            doc["description"] = feature.description
+        if feature.background:
+            doc["background"] = _yaml_steps(feature.background)
+        scenarios = CommentedSeq()
+        for scenario in feature.scenarios:
+            item = CommentedMap()
+            item["title"] = scenario.name
+            _yaml_tags(item, scenario.tags)
+            if scenario.description:
+                item["description"] = scenario.description
+            item["steps"] = _yaml_steps(scenario.steps)
+            scenarios.append(item)
+        doc["scenarios"] = scenarios
+    yaml = YAML()
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    return out.getvalue()
+
+
+def _yaml_tags(node: CommentedMap, tags: Tags) -> None:
+    if tags.id:
+        node["id"] = tags.id
+    for key, values in (("design", tags.design), ("needs", tags.needs), ("tags", tags.other)):
+        if values:
+            seq = CommentedSeq(values)
+            seq.fa.set_flow_style()
+            node[key] = seq
+
+
+def _yaml_steps(calls: tuple[StepCall, ...]) -> CommentedSeq:
+    seq = CommentedSeq()
+    for group in _groups(calls):
+        if group[0].within is None:
+            seq += [_yaml_step(c) for c in group]
+            continue
+        expect = CommentedMap()
+        expect["within"] = str(group[0].within)
+        expect["all"] = CommentedSeq(_yaml_step(c) for c in group)
+        seq.append(CommentedMap(expect=expect))
+    return seq
+
+
+def _groups(calls: tuple[StepCall, ...]) -> Iterator[list[StepCall]]:
+    """Consecutive checks sharing one `within` become one `expect`; everything else stands alone."""
+    group: list[StepCall] = []
+    for call in calls:
+        if group and (call.within is None or call.within != group[-1].within):
+            yield group
+            group = []
+        group.append(call)
+        if call.within is None:
+            yield group
+            group = []
+    if group:
+        yield group
+
+
+def _yaml_step(call: StepCall) -> Any:
+    params: dict[str, Any] = call.params.model_dump(mode="json", exclude_defaults=True)
+    if call.bind_as is not None:
+        params["as"] = call.bind_as
+    if not params:
+        return call.decl.key
+    body = CommentedMap(params)
+    body.fa.set_flow_style()
+    return CommentedMap({call.decl.key: body})

@@ -1,0 +1,74 @@
+"""What a pytest run knows about stepgraph, for reporters: `run_info(config)`.
+
+Reachable from every pytest-bdd hook (`request.config`) and from `config.stash`:
+
+    info = run_info(config)
+    info.target_name, info.facts              # the target and its session's facts
+    s = info.scenario(feature.filename, scenario.name)   # ScenarioInfo or None
+    s.feature, s.scenario                     # the IR (tags: s.scenario.tags / s.feature.tags)
+    s.source                                  # the file the user wrote (.feature or .yaml)
+    s.location_of(step.line_number)           # Location in that file (YAML lines for YAML)
+    s.needs                                   # capabilities the scenario needs
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .diagnostics import Location
+from .ir import Feature, Scenario
+
+if TYPE_CHECKING:
+    from .target import Target, TargetSession
+
+
+@dataclass
+class ScenarioInfo:
+    feature: Feature
+    scenario: Scenario
+    source: str  # display path of the scenario file the user wrote
+    feature_file: str  # the .feature pytest-bdd ran (generated for YAML)
+    line_map: dict[int, Location] = field(default_factory=dict)  # feature_file line → source location
+
+    @property
+    def needs(self) -> frozenset[str]:
+        return self.feature.needs(self.scenario)
+
+    @property
+    def id(self) -> str | None:
+        return self.feature.scenario_id(self.scenario)
+
+    @property
+    def design(self) -> tuple[str, ...]:
+        return self.feature.design_ids(self.scenario)
+
+    def location_of(self, line: int) -> Location:
+        return self.line_map.get(line, Location(self.source, line, 1))
+
+
+@dataclass
+class RunInfo:
+    target_name: str | None = None
+    target: Target | None = None
+    session: TargetSession | None = None
+    design_ids: Collection[str] | None = None  # plug in a design-doc parser here (static check 9)
+    design_source: str = ""
+    scenarios: dict[tuple[str, str], ScenarioInfo] = field(default_factory=dict)
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        return dict(self.session.facts) if self.session is not None else {}
+
+    def scenario(self, feature_filename: str, scenario_name: str) -> ScenarioInfo | None:
+        return self.scenarios.get((str(feature_filename), scenario_name))
+
+
+RUN_INFO = pytest.StashKey[RunInfo]()
+
+
+def run_info(config: pytest.Config) -> RunInfo:
+    return config.stash.setdefault(RUN_INFO, RunInfo())

@@ -1,0 +1,116 @@
+"""Shared fixtures for the DSL tests: a small step vocabulary shaped like the catalog's, and a
+helper that compiles scenario text from a temporary file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from stepgraph.dsl import CheckFailed, Params, Power, Ref, Registry, StepContext
+from stepgraph.dsl.compiler import CompiledFile, compile_file
+
+
+class Of(Params):
+    of: str
+
+
+class Manifest(Params):
+    manifest: str
+
+
+class Delta(Params):
+    metric: str
+    since: Ref
+    at_least: int = 1
+
+
+class Limit(Params):
+    gpu: Ref
+    equals: Power
+
+
+class Thing(Params):
+    x: str
+
+
+class NamedThing(Params):
+    what: str
+    x: str
+
+
+class Count(Params):
+    count: int
+
+
+class Ref_(Params):
+    ref: Ref
+
+
+def make_registry() -> Registry:
+    reg = Registry()
+
+    @reg.given("t.baseline", "a baseline of {of:word} as {as}", key="baseline", produces="snapshot")
+    def baseline(ctx: StepContext, p: Of) -> dict[str, int]:
+        return {}
+
+    @reg.when(
+        "t.apply",
+        "the manifest {manifest} is applied as {as}",
+        key="apply",
+        produces="objects",
+        needs={"k8s-write"},
+        effects={"creates-objects"},
+        compensation=lambda ctx, p, r: None,
+    )
+    def apply(ctx: StepContext, p: Manifest) -> list[str]:
+        return [p.manifest]
+
+    @reg.when("t.delete", "the objects {ref:ref} are deleted", key="delete", needs={"k8s-write"})
+    def delete(ctx: StepContext, p: Ref_) -> None: ...
+
+    @reg.when("t.scribble", "the GPU caps are scribbled on", key="scribble", needs={"nvml"}, effects={"writes-gpu-caps"})
+    def scribble(ctx: StepContext, p: Params) -> None: ...
+
+    @reg.then(
+        "t.counter_delta", "the counter {metric} grew by at least {at_least:int} since {since:ref}", key="counter_delta", needs={"k8s"}
+    )
+    def counter_delta(ctx: StepContext, p: Delta) -> None: ...
+
+    @reg.then("t.power_limit", "the power limit of GPU {gpu:ref} is {equals:power}", key="power_limit", needs={"nvml"})
+    def power_limit(ctx: StepContext, p: Limit) -> None: ...
+
+    @reg.then("t.thing", "the thing {x} holds", key="thing")
+    def thing(ctx: StepContext, p: Thing) -> None: ...
+
+    @reg.then("t.named_thing", "the {what:word} {x} holds", key="named_thing")
+    def named_thing(ctx: StepContext, p: NamedThing) -> None: ...
+
+    @reg.then("t.count", "there are {count:int} pods", key="count")
+    def count(ctx: StepContext, p: Count) -> None:
+        raise CheckFailed("never", expected=p.count, observed=0)
+
+    return reg
+
+
+@pytest.fixture
+def registry() -> Registry:
+    return make_registry()
+
+
+@pytest.fixture
+def compile_source(tmp_path: Path, registry: Registry) -> Callable[..., CompiledFile]:
+    def compile_source(text: str | bytes, name: str = "s.feature", **kwargs: object) -> CompiledFile:
+        path = tmp_path / name
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text, encoding="utf-8")
+        return compile_file(path, registry, display=name, **kwargs)  # type: ignore[arg-type]
+
+    return compile_source
+
+
+def messages(compiled: CompiledFile) -> list[str]:
+    return [str(d) for d in compiled.diagnostics]
