@@ -1,0 +1,68 @@
+"""World files: the shipped profiles load; bad ones fail with file:line:col naming the key."""
+
+from __future__ import annotations
+
+import pytest
+from stepgraph.twin.world import PROFILES_DIR, WorldError, load_world, parse_world
+
+
+@pytest.mark.parametrize("path", sorted(PROFILES_DIR.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_profile_loads(path):
+    load_world(path)
+
+
+def test_defaults_reproduce_path_b():
+    world = parse_world("")
+    assert world.agent.install and world.agent.actuator == "nvml" and world.agent.safe_default_watts == 280
+    assert world.nodes[0].gpus == 8 and world.nodes[0].sku == "A100-SXM4-80GB"
+    assert world.dgds == [] and not world.operator.install
+    assert world.namespace == "dynamo-power-test"
+
+
+def test_path_a_has_three_dgds_on_eight_gpus():
+    world = load_world(PROFILES_DIR / "path-a.yaml")
+    gpus = sum((d.prefill.gpus if d.prefill and d.mode == "disagg" else 0) + d.decode.gpus for d in world.dgds)
+    assert [d.name for d in world.dgds] == ["vllm-dgd-a", "vllm-dgd-b", "vllm-dgd-c"] and gpus == 8
+
+
+def errors_of(text):
+    with pytest.raises(WorldError) as err:
+        parse_world(text, "w.yaml")
+    return str(err.value)
+
+
+def test_unknown_key_is_named_with_its_line_and_column():
+    assert errors_of("seed: 1\nagent:\n  generashun: PA-9790\n") == (
+        "w.yaml:3:3: unknown key `agent.generashun` — remove it or check the spelling")
+
+
+def test_negative_tick_is_rejected():
+    msg = errors_of("timing:\n  agent_tick_seconds: -15\n")
+    assert msg.startswith("w.yaml:2:3: `timing.agent_tick_seconds`: Input should be greater than 0")
+
+
+def test_unknown_sku_is_rejected_naming_the_known_ones():
+    msg = errors_of("nodes:\n  - name: n1\n    sku: V100\n")
+    assert msg.startswith("w.yaml:3:5: `nodes.0.sku`: unknown SKU 'V100'") and "A100-SXM4-80GB" in msg
+
+
+def test_unknown_fault_switch_is_rejected():
+    assert "unknown key `faults.agent_is_evil`" in errors_of("faults:\n  agent_is_evil: true\n")
+
+
+def test_yaml_syntax_error_has_a_position():
+    assert errors_of("nodes: [\n").startswith("w.yaml:2:1: not valid YAML")
+
+
+def test_nine_gpu_claims_on_eight_gpus_is_a_valid_world():
+    text = (
+        "operator: {install: true}\n"
+        "dgds:\n"
+        "  - {name: big, mode: agg, decode: {gpus: 8, limit_watts: 300}, total_gpu_power_limit: 4000}\n"
+        "  - {name: extra, mode: agg, decode: {gpus: 1, limit_watts: 300}, total_gpu_power_limit: 400}\n"
+    )
+    assert len(parse_world(text).dgds) == 2
+
+
+def test_dcgm_actuator_without_a_hostengine_is_inconsistent():
+    assert "needs `hostengine: {install: true}`" in errors_of("agent: {actuator: dcgm}\n")

@@ -1,0 +1,143 @@
+"""Pod I/O subresources → the kubelet: `/log`, `/exec` (websocket channel protocol), `/proxy`.
+
+Exec speaks the channel protocol `kubernetes.stream.stream` uses: each binary frame starts with a
+channel byte — 0 stdin, 1 stdout, 2 stderr, 3 status (a `Status` JSON), and in
+v5.channel.k8s.io 255 to close a channel (how a client says "stdin is done").  The server
+prefers v5 when the client offers it (as Kubernetes ≥ 1.30 does) and falls back to v4; with v4
+and `stdin=true` the command runs after the first stdin frame, since v4 cannot signal EOF.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Protocol
+
+from aiohttp import WSMsgType, web
+
+from .errors import ApiError, bad_request
+from .objects import timestamp
+from .store import Store
+
+V4, V5 = "v4.channel.k8s.io", "v5.channel.k8s.io"
+STDIN, STDOUT, STDERR, STATUS, CLOSE = 0, 1, 2, 3, 255
+FRAME = 32 * 1024
+
+
+class PodRuntime(Protocol):
+    """What the kubelet offers the API server for a pod's containers (errors are ApiError)."""
+
+    def logs(self, pod: dict, container: str) -> list[tuple[float, str]]: ...
+
+    def exec(self, pod: dict, container: str, argv: list[str], stdin: bytes | None) -> Any: ...
+
+    def proxy(self, pod: dict, port: int | None, path: str) -> tuple[int, str, bytes] | None: ...
+
+
+def choose_container(pod: dict, requested: str | None) -> str:
+    """The container a request means; 400 with the real messages when it is ambiguous or absent."""
+    names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+    name = pod["metadata"]["name"]
+    if requested:
+        if requested not in names:
+            raise bad_request(f"container {requested} is not valid for pod {name}")
+        return requested
+    if len(names) == 1:
+        return names[0]
+    raise bad_request(f"a container name must be specified for pod {name}, choose one of: [{' '.join(names)}]")
+
+
+def logs_text(runtime: PodRuntime, pod: dict, query: Any, now_wall: float) -> bytes:
+    container = choose_container(pod, query.get("container"))
+    lines = runtime.logs(pod, container)
+    if query.get("sinceSeconds"):
+        try:
+            since = int(query["sinceSeconds"])
+        except ValueError:
+            raise bad_request(f"invalid sinceSeconds: {query['sinceSeconds']!r}") from None
+        if since < 1:
+            raise ApiError(422, "PodLogOptions \"\" is invalid: sinceSeconds: Invalid value: must be greater than 0",
+                           "Invalid")
+        lines = [(t, line) for t, line in lines if t >= now_wall - since]
+    if query.get("tailLines"):
+        try:
+            tail = int(query["tailLines"])
+        except ValueError:
+            raise bad_request(f"invalid tailLines: {query['tailLines']!r}") from None
+        lines = lines[-tail:] if tail > 0 else []
+    stamps = query.get("timestamps", "").lower() in ("1", "true")
+    return "".join((f"{timestamp(t)} " if stamps else "") + line + "\n" for t, line in lines).encode()
+
+
+def status_for(exit_code: int, argv: list[str]) -> dict:
+    if exit_code == 0:
+        return {"metadata": {}, "status": "Success"}
+    return {"metadata": {}, "status": "Failure",
+            "message": f"command terminated with non-zero exit code: error executing command {argv}, "
+                       f"exit code {exit_code}",
+            "reason": "NonZeroExitCode",
+            "details": {"causes": [{"reason": "ExitCode", "message": str(exit_code)}]}}
+
+
+async def handle_exec(request: web.Request, store: Store, runtime: PodRuntime, namespace: str, name: str) -> web.StreamResponse:
+    q = request.query
+    pod = store.get("pods", namespace, name)
+    argv = q.getall("command", [])
+    if not argv:
+        raise bad_request("you must specify at least 1 command")
+    container = choose_container(pod, q.get("container"))
+    ws = web.WebSocketResponse(protocols=(V5, V4), max_msg_size=0)
+    if not ws.can_prepare(request).ok:
+        raise ApiError(400, "Upgrade request required", "BadRequest")
+    await ws.prepare(request)
+    protocol = ws.ws_protocol or V4
+    stdin: bytes | None = None
+    if q.get("stdin", "").lower() in ("1", "true"):
+        stdin = await _read_stdin(ws, protocol)
+    loop = asyncio.get_running_loop()
+    try:
+        result = await loop.run_in_executor(None, runtime.exec, pod, container, argv, stdin)
+        code, out, err = result.exit_code, result.stdout, result.stderr
+    except ApiError as exc:
+        code, out, err = 1, b"", (exc.message + "\n").encode()
+    want_out = q.get("stdout", "true").lower() in ("1", "true")
+    want_err = q.get("stderr", "true").lower() in ("1", "true")
+    try:
+        for channel, data, wanted in ((STDOUT, out, want_out), (STDERR, err, want_err)):
+            for i in range(0, len(data), FRAME) if wanted else ():
+                await ws.send_bytes(bytes([channel]) + data[i:i + FRAME])
+        await ws.send_bytes(bytes([STATUS]) + json.dumps(status_for(code, argv)).encode())
+    except (ConnectionResetError, RuntimeError):
+        pass  # the client went away; nothing left to tell it
+    await ws.close()
+    return ws
+
+
+async def _read_stdin(ws: web.WebSocketResponse, protocol: str) -> bytes:
+    data = b""
+    async for msg in ws:
+        if msg.type not in (WSMsgType.BINARY, WSMsgType.TEXT):
+            break
+        raw = msg.data if isinstance(msg.data, bytes) else msg.data.encode()
+        if not raw:
+            continue
+        if raw[0] == CLOSE and protocol == V5:
+            break
+        if raw[0] == STDIN:
+            data += raw[1:]
+            if protocol == V4:
+                break
+    return data
+
+
+def parse_proxy_name(name: str) -> tuple[str, int | None]:
+    """`pod`, `pod:port` or `scheme:pod:port` → (pod name, port)."""
+    parts = name.split(":")
+    if len(parts) == 3:
+        parts = parts[1:]
+    if len(parts) == 2:
+        try:
+            return parts[0], int(parts[1])
+        except ValueError:
+            raise bad_request(f"invalid port in proxy name: {name!r}") from None
+    return parts[0], None

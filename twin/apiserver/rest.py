@@ -1,0 +1,294 @@
+"""REST requests → store calls: path parsing, CRUD, list (selectors, paging), watch streams.
+
+Every failure leaves as a `Status` body with the code a real API server uses; nothing a client
+sends can make a handler raise past `handle()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from . import discovery, patches
+from .errors import ApiError, bad_request, method_not_allowed, resource_missing
+from .resources import SUBRESOURCE_VERBS, ResourceType
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", patches.APPLY_PATCH)
+MAX_BODY_KEY = web.AppKey("max_body", int)
+WATCH_QUEUES_KEY = web.AppKey("watch_queues", set)
+MAX_WATCH_SECONDS = 1800.0  # a watch with no timeoutSeconds still ends, as on a real server
+
+
+@dataclass
+class Target:
+    """What a resource path names."""
+
+    rtype: ResourceType
+    version: str
+    namespace: str | None
+    name: str | None
+    sub: str | None
+    tail: str
+
+
+def parse_path(store: Store, path: str) -> Target | dict:
+    """A resource path → Target, or a discovery document for discovery paths."""
+    parts = [p for p in path.split("/") if p]
+    types = store.types
+    if parts == ["api"]:
+        return discovery.api_versions("127.0.0.1")
+    if parts == ["apis"]:
+        return discovery.api_group_list(types)
+    if parts and parts[0] == "api" and len(parts) >= 2:
+        group, version, rest = "", parts[1], parts[2:]
+    elif parts and parts[0] == "apis" and len(parts) >= 2:
+        if len(parts) == 2:
+            doc = discovery.api_group(types, parts[1])
+            if doc is None:
+                raise resource_missing()
+            return doc
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        raise resource_missing()
+    if not rest:
+        doc = discovery.resource_list(types, group, version)
+        if doc is None:
+            raise resource_missing()
+        return doc
+    namespace = None
+    if rest[0] == "namespaces" and len(rest) >= 3 and not (len(rest) == 3 and rest[2] in ("status", "finalize")):
+        namespace, rest = rest[1], rest[2:]
+    rtype = types.by_path(group, version, rest[0])
+    if rtype is None or (namespace is not None and not rtype.namespaced):
+        raise resource_missing()
+    name = rest[1] if len(rest) > 1 else None
+    sub = rest[2] if len(rest) > 2 else None
+    if sub is not None and sub not in rtype.subresources:
+        raise resource_missing()
+    if sub != "proxy" and len(rest) > 3:
+        raise resource_missing()
+    return Target(rtype, version, namespace, name, sub, "/".join(rest[3:]))
+
+
+async def read_body(request: web.Request) -> Any:
+    """The request body as data; malformed JSON/YAML is a 400, too large a 413."""
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        limit = request.app[MAX_BODY_KEY]
+        raise ApiError(413, f"Request entity too large: limit is {limit}", "RequestEntityTooLarge") from None
+    if not raw.strip():
+        raise bad_request("the body of the request was empty")
+    if request.content_type in YAML_TYPES:
+        try:
+            data = YAML(typ="safe", pure=True).load(raw.decode("utf-8", "replace"))
+        except YAMLError as exc:
+            raise bad_request(f"error converting YAML to JSON: {str(exc).splitlines()[0]}") from None
+    else:
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+    return data
+
+
+def check_kind(body: Any, target: Target) -> None:
+    """A body whose apiVersion/kind does not fit the endpoint is a 400, as on a real server."""
+    if not isinstance(body, dict):
+        raise bad_request("the body of the request was in an unknown format - accepted media types include: "
+                          "application/json, application/yaml")
+    kind, api_version = body.get("kind"), body.get("apiVersion")
+    expected = target.rtype.api_version(target.version)
+    if kind is not None and kind != target.rtype.kind:
+        raise bad_request(f'{kind} in version "{target.version}" cannot be handled as a {target.rtype.kind}: '
+                          f"no kind \"{kind}\" is registered for version \"{api_version or expected}\"")
+    if api_version is not None and api_version != expected:
+        raise bad_request(f"the API version in the data ({api_version}) does not match the expected API version "
+                          f"({expected})")
+
+
+def _json(body: dict, status: int = 200, warnings: list[str] | None = None) -> web.Response:
+    resp = web.json_response(body, status=status)
+    for w in warnings or []:
+        resp.headers.add("Warning", f'299 - "{w}"')
+    return resp
+
+
+def _success(target: Target, obj: dict) -> dict:
+    md = obj.get("metadata") or {}
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": md.get("name"), "group": target.rtype.group, "kind": target.rtype.plural,
+                        "uid": md.get("uid")}}
+
+
+def _flag(request: web.Request, name: str) -> bool:
+    return request.query.get(name, "").lower() in ("1", "true")
+
+
+async def handle_resource(request: web.Request, store: Store, target: Target) -> web.StreamResponse:
+    """CRUD, list and watch on a resource or collection (subresources other than status elsewhere)."""
+    method, q = request.method, request.query
+    verb = _verb(method, target, _flag(request, "watch"))
+    if verb not in target.rtype.verbs or (target.sub and verb not in SUBRESOURCE_VERBS.get(target.sub, ())):
+        raise method_not_allowed(verb, target.rtype.plural)
+    strict = q.get("fieldValidation") == "Strict"
+    warnings: list[str] = []
+    rt, ns, name, version = target.rtype, target.namespace, target.name, target.version
+    if verb == "get":
+        return _json(store.get(rt, ns, name, version=version))
+    if verb == "list":
+        return _list(request, store, target)
+    if verb == "watch":
+        return await _watch(request, store, target)
+    if verb == "create":
+        if rt.namespaced and ns is None:
+            raise resource_missing()
+        body = await read_body(request)
+        check_kind(body, target)
+        obj = store.create(rt, ns, body, version=version, strict=strict, warnings=warnings)
+        return _json(obj, 201, warnings)
+    if verb == "update":
+        body = await read_body(request)
+        check_kind(body, target)
+        obj = store.replace(rt, ns, name, body, subresource=target.sub, version=version, strict=strict,
+                            warnings=warnings)
+        return _json(obj, 200, warnings)
+    if verb == "patch":
+        if request.content_type not in patches.PATCH_TYPES:
+            raise ApiError(415, f"the body of the request was in an unknown format - accepted media types include: "
+                                f"{', '.join(patches.PATCH_TYPES)}", "UnsupportedMediaType")
+        body = await read_body(request)
+        obj = store.patch(rt, ns, name, body, patch_type=request.content_type, subresource=target.sub,
+                          version=version, strict=strict, warnings=warnings)
+        return _json(obj, 200, warnings)
+    if verb == "delete":
+        opts = await _delete_options(request)
+        grace = opts.get("gracePeriodSeconds")
+        obj, gone = store.delete(rt, ns, name, grace_period_seconds=grace, preconditions=opts.get("preconditions"),
+                                 version=version)
+        returns_object = rt.key == "pods" or not rt.builtin or not gone
+        return _json(obj if returns_object else _success(target, obj))
+    if verb == "deletecollection":
+        opts = await _delete_options(request)
+        for obj in store.list(rt, ns, label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector")):
+            try:
+                store.delete(rt, obj["metadata"].get("namespace"), obj["metadata"]["name"],
+                             grace_period_seconds=opts.get("gracePeriodSeconds"))
+            except ApiError as exc:
+                if exc.code != 404:
+                    raise
+        return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})
+    raise method_not_allowed(verb, rt.plural)
+
+
+def _verb(method: str, target: Target, watch: bool) -> str:
+    if target.name is None:
+        return {"GET": "watch" if watch else "list", "POST": "create", "DELETE": "deletecollection"}.get(method, method.lower())
+    return {"GET": "watch" if watch else "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
+        method, method.lower())
+
+
+async def _delete_options(request: web.Request) -> dict:
+    opts: dict = {}
+    if request.can_read_body:
+        raw = await request.read()
+        if raw.strip():
+            try:
+                opts = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+            if not isinstance(opts, dict):
+                raise bad_request("DeleteOptions must be an object")
+    if "gracePeriodSeconds" in request.query:
+        try:
+            opts["gracePeriodSeconds"] = int(request.query["gracePeriodSeconds"])
+        except ValueError:
+            raise bad_request(f"invalid gracePeriodSeconds: {request.query['gracePeriodSeconds']!r}") from None
+    grace = opts.get("gracePeriodSeconds")
+    if grace is not None and (not isinstance(grace, int) or grace < 0):
+        if isinstance(grace, int):
+            opts["gracePeriodSeconds"] = 1  # a negative grace is treated as "as soon as possible"
+        else:
+            raise bad_request("gracePeriodSeconds must be an integer")
+    return opts
+
+
+def _list(request: web.Request, store: Store, target: Target) -> web.Response:
+    q = request.query
+    items, rv = store.list_with_version(target.rtype, target.namespace, label_selector=q.get("labelSelector"),
+                                        field_selector=q.get("fieldSelector"), version=target.version)
+    meta: dict = {"resourceVersion": rv}
+    start = 0
+    if q.get("continue"):
+        try:
+            start = int(json.loads(base64.urlsafe_b64decode(q["continue"]))["start"])
+        except (ValueError, KeyError, TypeError):
+            raise ApiError(400, "continue key is not valid: incorrect encoded start resourceVersion", "BadRequest") from None
+    limit = int(q["limit"]) if q.get("limit", "").isdigit() and int(q["limit"]) > 0 else None
+    if start or limit:
+        end = len(items) if limit is None else start + limit
+        if end < len(items):
+            meta["continue"] = base64.urlsafe_b64encode(json.dumps({"start": end, "rv": rv}).encode()).decode()
+            meta["remainingItemCount"] = len(items) - end
+        items = items[start:end]
+    for item in items:  # list items carry no kind/apiVersion on a real server
+        item.pop("kind", None)
+        item.pop("apiVersion", None)
+    return _json({"kind": target.rtype.list_kind, "apiVersion": target.rtype.api_version(target.version),
+                  "metadata": meta, "items": items})
+
+
+async def _watch(request: web.Request, store: Store, target: Target) -> web.StreamResponse:
+    q = request.query
+    timeout = MAX_WATCH_SECONDS
+    if q.get("timeoutSeconds"):
+        try:
+            timeout = min(float(q["timeoutSeconds"]), MAX_WATCH_SECONDS)
+        except ValueError:
+            raise bad_request(f"invalid timeoutSeconds: {q['timeoutSeconds']!r}") from None
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue = asyncio.Queue()
+    deliver = lambda ev: loop.call_soon_threadsafe(queue.put_nowait, ev)
+    name_selector = f"metadata.name={target.name}" if target.name else None
+    fields = ",".join(s for s in (q.get("fieldSelector"), name_selector) if s) or None
+    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+    resp.enable_chunked_encoding()
+    try:
+        watcher = store.watch(target.rtype, target.namespace, label_selector=q.get("labelSelector"),
+                              field_selector=fields, resource_version=q.get("resourceVersion"),
+                              version=target.version, deliver=deliver)
+    except ApiError as exc:
+        if exc.code != 410:
+            raise
+        await resp.prepare(request)
+        await resp.write(json.dumps({"type": "ERROR", "object": exc.status()}).encode() + b"\n")
+        return resp
+    request.app[WATCH_QUEUES_KEY].add(queue)
+    try:
+        await resp.prepare(request)
+        deadline = loop.time() + timeout
+        while (remaining := deadline - loop.time()) > 0:
+            try:
+                event = await asyncio.wait_for(queue.get(), remaining)
+            except TimeoutError:
+                break
+            if event is None:  # server shutting down
+                break
+            await resp.write(json.dumps(event).encode() + b"\n")
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        store.unwatch(watcher)
+        request.app[WATCH_QUEUES_KEY].discard(queue)
+    return resp

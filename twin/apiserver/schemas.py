@@ -1,0 +1,118 @@
+"""The real Kubernetes OpenAPI schema (as shipped by kubernetes-validate) → validation and
+strategic-merge directives.
+
+kubernetes-validate carries the upstream schema as JSON Schema; its `validate()` re-reads the
+files on every call (~10 ms), so we load `_definitions.json` once and keep one compiled
+validator per kind.  The same definitions carry `x-kubernetes-patch-strategy` and
+`x-kubernetes-patch-merge-key`, which is exactly what strategic merge patch needs (containers
+merge by `name`, env by `name`, finalizers as a set, …) — no hand-kept table.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+import jsonschema
+
+
+@cache
+def _schema_dir() -> Any:
+    root = files("kubernetes_validate").joinpath("kubernetes-json-schema")
+    versions = sorted((p.name for p in root.iterdir() if p.name.endswith("-local-strict")),
+                      key=lambda n: tuple(int(x) for x in n[1:].split("-")[0].split(".")))
+    return root.joinpath(versions[-1])
+
+
+@cache
+def definitions() -> dict[str, dict]:
+    return json.loads(_schema_dir().joinpath("_definitions.json").read_text())["$defs"]
+
+
+@cache
+def _gvk_index() -> dict[tuple[str, str, str], str]:
+    index = {}
+    for name, schema in definitions().items():
+        for gvk in schema.get("x-kubernetes-group-version-kind") or []:
+            index[(gvk["group"], gvk["version"], gvk["kind"])] = name
+    return index
+
+
+def definition_name(group: str, version: str, kind: str) -> str | None:
+    return _gvk_index().get((group, version, kind))
+
+
+@cache
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": definitions()})
+
+
+def field_path(parts: Any) -> str:
+    """deque(['spec', 'containers', 0, 'image']) → 'spec.containers[0].image'."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def validate(group: str, version: str, kind: str, obj: dict) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """(invalid causes as (reason, field, message), unknown field paths) for a built-in kind."""
+    name = definition_name(group, version, kind)
+    if name is None:
+        return [], []
+    return split_errors(_validator(name).iter_errors(obj))
+
+
+def split_errors(errors: Any) -> tuple[list[tuple[str, str, str]], list[str]]:
+    causes, unknown = [], []
+    for err in sorted(errors, key=lambda e: list(map(str, e.absolute_path))):
+        where = field_path(err.absolute_path)
+        if err.validator == "additionalProperties":
+            extra = set(err.instance) - set(err.schema.get("properties") or {})
+            unknown += [f"{where}.{k}" if where else k for k in sorted(extra)]
+        elif err.validator == "required":
+            missing = err.message.split("'")[1] if "'" in err.message else err.message
+            causes.append(("FieldValueRequired", f"{where}.{missing}" if where else missing, "Required value"))
+        else:
+            shown = json.dumps(err.instance) if not isinstance(err.instance, (dict, list)) else "…"
+            causes.append(("FieldValueInvalid", where or "<root>", f"Invalid value: {shown}: {err.message}"))
+    return causes, unknown
+
+
+def validate_with(schema: dict, obj: dict) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """Validate against a CRD's openAPIV3Schema (structural; unknown fields are allowed)."""
+    return split_errors(jsonschema.Draft202012Validator(schema).iter_errors(obj))
+
+
+# -- strategic merge -------------------------------------------------------------------------
+def resolve(node: dict | None) -> dict:
+    """Follow `$ref` / single-entry `allOf` to the schema that has the properties."""
+    while node:
+        if "$ref" in node:
+            node = definitions().get(node["$ref"].rsplit("/", 1)[-1], {})
+        elif len(node.get("allOf") or []) == 1:
+            node = node["allOf"][0]
+        else:
+            break
+    return node or {}
+
+
+def kind_schema(group: str, version: str, kind: str) -> dict | None:
+    name = definition_name(group, version, kind)
+    return definitions()[name] if name else None
+
+
+def child(node: dict, key: str) -> tuple[dict, dict]:
+    """(raw property schema carrying the x-kubernetes-* keys, its resolved schema)."""
+    node = resolve(node)
+    raw = (node.get("properties") or {}).get(key)
+    if raw is None and isinstance(node.get("additionalProperties"), dict):
+        raw = node["additionalProperties"]
+    raw = raw or {}
+    return raw, resolve(raw)
+
+
+def items(node: dict) -> dict:
+    return resolve(resolve(node).get("items") or {})

@@ -1,0 +1,159 @@
+"""The store → an HTTP API server on 127.0.0.1:<free port>, run by aiohttp on a background thread.
+
+Why aiohttp: one library gives us a plain HTTP/1.1 server with chunked streaming (watch,
+log) *and* server-side websockets with subprotocol negotiation (exec), all on one event loop
+we can start and stop inside a test process.  The store is synchronous and thread-safe; handlers
+call it directly (every call is short) so there is no second copy of state and no RPC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+from collections.abc import Callable
+
+from aiohttp import web
+
+from . import discovery, podio, rest
+from .errors import ApiError, bad_request, resource_missing
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 3 * 1024 * 1024  # the real API server's request size limit
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ApiServer:
+    """Serves `store` (and pod I/O through `runtime`) until `stop()`."""
+
+    def __init__(self, store: Store, runtime: podio.PodRuntime | None = None, *, port: int = 0,
+                 max_body: int = MAX_BODY) -> None:
+        self.store = store
+        self.runtime = runtime
+        self.max_body = max_body
+        self._port = port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self.port = 0
+        self.extra_routes: list[web.RouteDef] = []  # twin-only endpoints (e.g. /twin/v1/faults), added before start
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- life cycle -----------------------------------------------------------------------
+    def start(self) -> ApiServer:
+        self._thread = threading.Thread(target=self._serve, name="twin-apiserver", daemon=True)
+        self._thread.start()
+        self._ready.wait(timeout=30)
+        if self._error is not None:
+            raise RuntimeError(f"twin API server failed to start: {self._error}") from self._error
+        return self
+
+    def stop(self) -> None:
+        if self._loop is None or self._thread is None:
+            return
+        fut = asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
+        try:
+            fut.result(timeout=10)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._loop = None
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._startup())
+        except (OSError, RuntimeError) as exc:  # report to the starting thread instead of dying silently
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        loop.run_forever()
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+    async def _startup(self) -> None:
+        app = web.Application(client_max_size=self.max_body, middlewares=[self._errors])
+        app[rest.MAX_BODY_KEY] = self.max_body
+        app[rest.WATCH_QUEUES_KEY] = set()
+        app.add_routes(self.extra_routes)  # before the catch-all, so they win
+        app.router.add_route("*", "/{path:.*}", self._dispatch)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port or free_port())
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # the port actually bound
+        self._app = app
+
+    async def _shutdown(self) -> None:
+        for queue in list(self._app[rest.WATCH_QUEUES_KEY]):
+            queue.put_nowait(None)
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # -- requests -------------------------------------------------------------------------
+    @web.middleware
+    async def _errors(self, request: web.Request, handler: Callable) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except ApiError as exc:
+            return web.json_response(exc.status(), status=exc.code)
+        except web.HTTPException:
+            raise
+        except Exception:  # never a traceback in a body: log it, answer like a real server
+            log.exception("twin API server: %s %s failed", request.method, request.path)
+            err = ApiError(500, "an error on the server has prevented the request from succeeding", "InternalError")
+            return web.json_response(err.status(), status=500)
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        if path in ("/healthz", "/readyz", "/livez"):
+            return web.Response(text="ok")
+        if path == "/version":
+            return web.json_response(discovery.VERSION_INFO)
+        target = rest.parse_path(self.store, path)
+        if isinstance(target, dict):
+            if request.method != "GET":
+                raise ApiError(405, f"{request.method} is not supported on discovery documents", "MethodNotAllowed")
+            return web.json_response(target)
+        if target.rtype.key == "pods" and target.sub in ("log", "exec", "attach", "proxy"):
+            return await self._pod_io(request, target)
+        return await rest.handle_resource(request, self.store, target)
+
+    async def _pod_io(self, request: web.Request, target: rest.Target) -> web.StreamResponse:
+        if self.runtime is None:
+            raise resource_missing()
+        ns = target.namespace
+        if target.sub == "log":
+            if request.method != "GET":
+                raise ApiError(405, f"{request.method} is not supported on pods/log", "MethodNotAllowed")
+            pod = self.store.get("pods", ns, target.name)
+            body = podio.logs_text(self.runtime, pod, request.query, self.store.clock.wall())
+            return web.Response(body=body, content_type="text/plain")
+        if target.sub in ("exec", "attach"):
+            if target.sub == "attach":
+                raise bad_request("attach is not supported by the twin; use exec")
+            return await podio.handle_exec(request, self.store, self.runtime, ns, target.name)
+        name, port = podio.parse_proxy_name(target.name)
+        pod = self.store.get("pods", ns, name)
+        answer = self.runtime.proxy(pod, port, "/" + target.tail)
+        if answer is None:
+            raise ApiError(503, f"error trying to reach service: dial tcp {name}:{port}: connect: connection refused",
+                           "ServiceUnavailable")
+        status, ctype, body = answer
+        return web.Response(status=status, body=body, headers={"Content-Type": ctype})

@@ -1,0 +1,278 @@
+"""Pods bound to the node → running containers: start-up on the clock, workloads, PIDs, exit, deletion.
+
+Life of a pod here:
+- bound → admitted: device-plugin GPUs claimed (if the scheduler has not), status filled in
+  (IPs, QoS, `ContainerCreating`), start-up timer armed for `startup_delay` (+ image pull);
+- timer fires → CUDA processes spawned per the convention (`cuda_contexts`), one workload per
+  container started, phase Running with `Ready=True`;  a concrete UUID in
+  `NVIDIA_VISIBLE_DEVICES` on a CDI-mode node instead fails container creation (Finding #7);
+- a workload calls `ctx.exit(code)` → container terminated; all terminated → Succeeded/Failed
+  (restartPolicy Never / OnFailure on success) or a restart after `RESTART_BACKOFF`;
+- delete with grace → workloads get `stop(graceful=True)` (SIGTERM) and may ask for up to the
+  grace period to finish; then PIDs end, GPUs are released and the pod object goes.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from .apiserver.errors import ApiError
+from .apiserver.objects import timestamp
+from .cuda_contexts import DEFAULT_GPU_MEMORY, plan_contexts
+from .host import qos_class_of
+from .node import GPU_RESOURCE, Node, env_value, gpu_request
+from .workloads import ExecResult, Workload, WorkloadContext, WorkloadRegistry
+
+log = logging.getLogger(__name__)
+RESTART_BACKOFF = 10.0
+KUBELET = "kubelet"
+
+
+@dataclass
+class Container:
+    name: str
+    workload: Workload | None = None
+    ctx: WorkloadContext | None = None
+    state: str = "waiting"          # waiting | running | terminated
+    reason: str = "ContainerCreating"
+    message: str = ""
+    exit_code: int | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    restarts: int = 0
+    container_id: str = ""
+
+
+@dataclass
+class PodRecord:
+    uid: str
+    namespace: str
+    name: str
+    containers: dict[str, Container] = field(default_factory=dict)
+    logs: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
+    timers: list[Any] = field(default_factory=list)
+    terminating: bool = False
+
+
+class Kubelet:
+    """The node agent; also the API server's `PodRuntime` for log, exec and proxy."""
+
+    def __init__(self, store: Any, node: Node, clock: Any, registry: WorkloadRegistry, rng: random.Random) -> None:
+        self.store, self.node, self.clock, self.registry = store, node, clock, registry
+        self._rng = rng
+        self._pods: dict[str, PodRecord] = {}
+        store.subscribe("pods", self._on_pod)
+
+    # -- events ---------------------------------------------------------------------------
+    def _on_pod(self, etype: str, pod: dict) -> None:
+        md, spec = pod["metadata"], pod.get("spec") or {}
+        if spec.get("nodeName") != self.node.name:
+            return
+        uid, rec = md["uid"], self._pods.get(md["uid"])
+        if etype == "DELETED":
+            self._cleanup(uid)
+        elif rec is None and md.get("deletionTimestamp") is None:
+            if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                self._admit(pod)
+        elif rec is not None and md.get("deletionTimestamp") and not rec.terminating:
+            self._terminate(rec, pod)
+        elif rec is None and md.get("deletionTimestamp"):
+            self._remove(md["namespace"], md["name"])
+
+    def _admit(self, pod: dict) -> None:
+        md = pod["metadata"]
+        rec = PodRecord(md["uid"], md["namespace"], md["name"])
+        self._pods[rec.uid] = rec
+        for c in pod["spec"]["containers"]:
+            rec.containers[c["name"]] = Container(c["name"])
+            rec.logs[c["name"]] = []
+        wanted = gpu_request(pod)
+        if wanted and self.node.allocator.allocate(rec.uid, wanted) is None:
+            free = len(self.node.allocator.free())
+            self._patch_status(rec, {"phase": "Failed", "reason": "UnexpectedAdmissionError",
+                                     "message": f"Allocate failed due to requested number of devices unavailable for "
+                                                f"{GPU_RESOURCE}. Requested: {wanted}, Available: {free}, which is unexpected"})
+            return
+        self._patch_status(rec, {"hostIP": "10.224.0.4", "podIP": f"10.244.{self._rng.randint(0, 255)}.{self._rng.randint(2, 254)}",
+                                 "startTime": timestamp(self.clock.wall()), "qosClass": qos_class_of(pod),
+                                 **self._container_status(rec, pod, ready=False)})
+        delay = self.node.config.startup_delay + self.node.config.image_pull_delay
+        rec.timers.append(self.clock.call_later(delay, lambda: self._start(rec.uid)))
+
+    def _start(self, uid: str) -> None:
+        rec = self._pods.get(uid)
+        if rec is None or rec.terminating:
+            return
+        pod = self.store.get("pods", rec.namespace, rec.name)
+        for c in pod["spec"]["containers"]:
+            value = env_value(c, "NVIDIA_VISIBLE_DEVICES")
+            if self.node.config.cdi_mode and value not in (None, "", "all", "none", "void"):
+                self._cdi_reject(rec, pod, c["name"], value)
+                return
+        for c in pod["spec"]["containers"]:
+            self._run_container(rec, pod, c)
+        self._patch_status(rec, {"phase": "Running", **self._container_status(rec, pod, ready=True)})
+        for c in rec.containers.values():
+            if c.workload is not None and c.ctx is not None and c.state == "running":
+                self.store.record_event(pod, "Started", f"Started container {c.name}", component=KUBELET)
+                c.workload.start(c.ctx)
+
+    def _run_container(self, rec: PodRecord, pod: dict, spec: dict) -> None:
+        c = rec.containers[spec["name"]]
+        visible = self.node.visible_gpus(pod, spec)
+        procs = [self.node.host.spawn(rec.uid, plan.cmdline, qos_class=qos_class_of(pod), container=c.name,
+                                      gpus=plan.gpus, gpu_memory_bytes=DEFAULT_GPU_MEMORY)
+                 for plan in plan_contexts(pod, spec, visible)]
+        c.ctx = WorkloadContext(pod=pod, container=spec, node=self.node, host=self.node.host, gpus=visible,
+                                clock=self.clock, store=self.store, processes=procs,
+                                log=lambda line, name=c.name: rec.logs[name].append((self.clock.wall(), str(line))),
+                                exit=lambda code, name=c.name: self._container_exit(rec.uid, name, code))
+        c.workload = self.registry.create(pod, spec)
+        c.state, c.reason, c.started_at = "running", "", timestamp(self.clock.wall())
+        c.container_id = f"containerd://{self._rng.getrandbits(256):064x}"
+
+    def _cdi_reject(self, rec: PodRecord, pod: dict, name: str, value: str) -> None:
+        message = ("failed to create containerd task: failed to create shim task: OCI runtime create failed: could not "
+                   "apply required modification to OCI specification: error modifying OCI spec: failed to inject CDI "
+                   f"devices: unresolvable CDI devices management.nvidia.com/gpu={value}: unknown")
+        c = rec.containers[name]
+        c.reason, c.message = "CreateContainerError", message
+        self._patch_status(rec, self._container_status(rec, pod, ready=False))
+        self.store.record_event(pod, "Failed", f"Error: {message}", type="Warning", component=KUBELET)
+
+    def _container_exit(self, uid: str, name: str, code: int) -> None:
+        rec = self._pods.get(uid)
+        if rec is None or rec.containers[name].state != "running":
+            return
+        c = rec.containers[name]
+        c.state, c.exit_code, c.finished_at = "terminated", int(code), timestamp(self.clock.wall())
+        c.reason = "Completed" if code == 0 else "Error"
+        for proc in c.ctx.processes if c.ctx else ():
+            self.node.host.kill(proc.pid)
+        pod = self.store.get("pods", rec.namespace, rec.name)
+        if any(x.state != "terminated" for x in rec.containers.values()):
+            self._patch_status(rec, self._container_status(rec, pod, ready=False))
+            return
+        policy = pod["spec"].get("restartPolicy", "Always")
+        failed = any(x.exit_code for x in rec.containers.values())
+        if policy == "Never" or (policy == "OnFailure" and not failed):
+            self.node.allocator.release(uid)
+            self._patch_status(rec, {"phase": "Failed" if failed else "Succeeded",
+                                     **self._container_status(rec, pod, ready=False)})
+            return
+        self._patch_status(rec, self._container_status(rec, pod, ready=False))
+        rec.timers.append(self.clock.call_later(RESTART_BACKOFF, lambda: self._restart(uid)))
+
+    def _restart(self, uid: str) -> None:
+        rec = self._pods.get(uid)
+        if rec is None or rec.terminating:
+            return
+        for c in rec.containers.values():
+            c.restarts += 1
+            c.state = "waiting"
+        self._start(uid)
+
+    def _terminate(self, rec: PodRecord, pod: dict) -> None:
+        rec.terminating = True
+        for t in rec.timers:
+            t.cancel()
+        grace = float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)
+        needed = 0.0
+        for c in rec.containers.values():
+            if c.workload is not None and c.ctx is not None and c.state == "running":
+                needed = max(needed, float(c.workload.stop(c.ctx, True) or 0.0))
+                c.workload = None
+        self.store.record_event(pod, "Killing", "Stopping container " + ", ".join(rec.containers), component=KUBELET)
+        delay = min(grace, needed)
+        if delay <= 0:
+            self._remove(rec.namespace, rec.name)
+        else:
+            rec.timers.append(self.clock.call_later(delay, lambda: self._remove(rec.namespace, rec.name)))
+
+    def _remove(self, namespace: str, name: str) -> None:
+        try:
+            self.store.delete("pods", namespace, name, grace_period_seconds=0)
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+
+    def _cleanup(self, uid: str) -> None:
+        rec = self._pods.pop(uid, None)
+        if rec is not None:
+            for t in rec.timers:
+                t.cancel()
+            for c in rec.containers.values():
+                if c.workload is not None and c.ctx is not None and c.state == "running":
+                    c.workload.stop(c.ctx, False)
+        self.node.host.kill_pod(uid)
+        self.node.allocator.release(uid)
+
+    # -- status ---------------------------------------------------------------------------
+    def _container_status(self, rec: PodRecord, pod: dict, ready: bool) -> dict:
+        now = timestamp(self.clock.wall())
+        statuses = []
+        for spec in pod["spec"]["containers"]:
+            c = rec.containers[spec["name"]]
+            if c.state == "running":
+                state = {"running": {"startedAt": c.started_at}}
+            elif c.state == "terminated":
+                state = {"terminated": {"exitCode": c.exit_code, "reason": c.reason, "startedAt": c.started_at,
+                                        "finishedAt": c.finished_at, "containerID": c.container_id}}
+            else:
+                state = {"waiting": {"reason": c.reason, **({"message": c.message} if c.message else {})}}
+            statuses.append({"name": c.name, "image": spec.get("image", ""), "imageID": "", "state": state,
+                             "ready": ready and c.state == "running", "restartCount": c.restarts,
+                             "started": c.state == "running", **({"containerID": c.container_id} if c.container_id else {})})
+        all_ready = ready and all(s["ready"] for s in statuses)
+        conds = [{"type": t, "status": s, "lastProbeTime": None, "lastTransitionTime": now}
+                 for t, s in (("PodReadyToStartContainers", "True"), ("Initialized", "True"),
+                              ("Ready", str(all_ready)), ("ContainersReady", str(all_ready)), ("PodScheduled", "True"))]
+        return {"conditions": conds, "containerStatuses": statuses}
+
+    def _patch_status(self, rec: PodRecord, status: dict) -> None:
+        try:
+            self.store.patch("pods", rec.namespace, rec.name, {"status": status}, subresource="status")
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+
+    # -- PodRuntime (log / exec / proxy for the API server) ----------------------------------
+    def _running(self, pod: dict, container: str) -> Container:
+        rec = self._pods.get(pod["metadata"]["uid"])
+        c = rec.containers.get(container) if rec else None
+        if c is None or c.state != "running" or c.workload is None:
+            raise ApiError(400, f'unable to upgrade connection: container not found ("{container}")', "BadRequest")
+        return c
+
+    def logs(self, pod: dict, container: str) -> list[tuple[float, str]]:
+        rec = self._pods.get(pod["metadata"]["uid"])
+        c = rec.containers.get(container) if rec else None
+        if c is None or (c.state == "waiting" and not rec.logs.get(container)):
+            reason = c.reason if c else "ContainerCreating"
+            raise ApiError(400, f'container "{container}" in pod "{pod["metadata"]["name"]}" is waiting to start: '
+                                f"{reason}", "BadRequest")
+        return list(rec.logs[container])
+
+    def exec(self, pod: dict, container: str, argv: list[str], stdin: bytes | None) -> ExecResult:
+        c = self._running(pod, container)
+        try:
+            return c.workload.exec(c.ctx, argv, stdin)
+        except Exception:  # a broken workload is an exec failure, not a server crash
+            log.exception("workload exec %r failed", argv)
+            return ExecResult(stderr=b"exec failed: internal error in twin workload\n", exit_code=1)
+
+    def proxy(self, pod: dict, port: int | None, path: str) -> tuple[int, str, bytes] | None:
+        for spec in pod["spec"]["containers"]:
+            ports = [p.get("containerPort") for p in spec.get("ports") or []]
+            if port is None or port in ports or not ports:
+                try:
+                    c = self._running(pod, spec["name"])
+                except ApiError:
+                    continue
+                answer = c.workload.http_get(c.ctx, port or (ports[0] if ports else 80), path)
+                if answer is not None:
+                    return answer
+        return None

@@ -1,0 +1,233 @@
+"""A world file (YAML) → a validated `World`: what the twin cluster contains and how it misbehaves.
+
+A world says: the nodes and their GPUs (count, SKU, DCGM enumeration order), the environment
+variant (kaim or target namespace / node label / state path, contract §0), the Power Agent
+(installed?, generation, actuator, safe default, memory limit, `--namespace`), the DCGM
+hostengine, the operator and the DGDs it runs (Path A), the planner generation, timings, the
+fault switches and the seed. Defaults reproduce Path B of the live test (agent installed, NVML;
+the five stub workers are applied by the scenarios, not the world).
+
+Bad input is an error naming the file, line and column of the offending key
+(`WorldError`, `file:line:col: what — what to do`); the CLI exits 2 on it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError
+
+from .dcgm import dcgm_order
+from .faults import FaultSwitches
+from .gpus import DEFAULT_SKU, UnknownSku, load_sku
+
+VARIANTS: dict[str, dict[str, str]] = {
+    "target": {"namespace": "dynamo-power-test", "node_label": "target",
+               "state_host_path": "/var/lib/dynamo-power-agent-test"},
+    "kaim": {"namespace": "kaim-dynamo-system", "node_label": "kaim",
+             "state_host_path": "/var/lib/dynamo-power-agent-kaim-test"},
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NodeSpec(_Strict):
+    name: str = "twin-gpu-node"
+    gpus: int = Field(8, ge=1, le=64, description="GPUs on the node")
+    sku: str = DEFAULT_SKU
+    dcgm_order: str | list[int] = Field("reversed", description="DCGM gpuId → NVML index: reversed|same|rotated|[perm]")
+    labels: dict[str, str] = Field(default_factory=dict, description="extra node labels")
+
+    @field_validator("sku")
+    @classmethod
+    def _known_sku(cls, value: str) -> str:
+        try:
+            load_sku(value)
+        except UnknownSku as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _order_fits(self) -> NodeSpec:
+        dcgm_order(self.gpus, self.dcgm_order)  # raises ValueError with the reason
+        return self
+
+
+class AgentSpec(_Strict):
+    install: bool = True
+    generation: Literal["PA-9790", "PA-optin", "PA-late"] = "PA-9790"
+    actuator: Literal["nvml", "dcgm"] = "nvml"
+    safe_default_watts: int = Field(280, gt=0)
+    prometheus_port: int = Field(9100, ge=1, le=65535)
+    memory_limit: str = "256Mi"
+    namespace_restricted: bool = Field(False, description="pass --namespace (a Role instead of a ClusterRole)")
+    dcgm_enforce: bool = True
+    startup_delay_seconds: float = Field(0.0, ge=0)
+
+
+class HostengineSpec(_Strict):
+    install: bool = Field(False, description="the nvidia-dcgm-standalone DaemonSet (needed by actuator: dcgm)")
+
+
+class ServiceLimit(_Strict):
+    gpus: int = Field(1, ge=1)
+    replicas: int = Field(1, ge=0)
+    limit_watts: int = Field(gt=0)
+
+
+class DgdSpec(_Strict):
+    """A DGD in the shape of the live test's 30/31/32 manifests (rendered as v1alpha1)."""
+
+    name: str
+    mode: Literal["disagg", "agg"]
+    prefill: ServiceLimit | None = None
+    decode: ServiceLimit
+    total_gpu_power_limit: int = Field(gt=0)
+    planner_interval_seconds: float = Field(60.0, gt=0)
+    enable_power_awareness: bool = True
+
+    @model_validator(mode="after")
+    def _disagg_has_prefill(self) -> DgdSpec:
+        if self.mode == "disagg" and self.prefill is None:
+            raise ValueError(f"DGD {self.name}: mode disagg needs a `prefill` service")
+        return self
+
+
+class OperatorSpec(_Strict):
+    install: bool = False
+    propagate_dgd_labels: bool = Field(True, description="copy DGD labels (purpose=…) onto its pods; unverified upstream")
+    planner_generation: Literal["pod-patching", "dgd-owned"] = "pod-patching"
+
+
+class Timing(_Strict):
+    pod_startup_seconds: float = Field(2.0, ge=0)
+    agent_tick_seconds: float = Field(15.0, gt=0, description="the contract fixes 15 s; change only to experiment")
+
+
+class World(_Strict):
+    name: str = "path-b"
+    seed: int = 0
+    variant: Literal["target", "kaim"] = "target"
+    nodes: list[NodeSpec] = Field(default_factory=lambda: [NodeSpec()], min_length=1)
+    agent: AgentSpec = Field(default_factory=AgentSpec)
+    hostengine: HostengineSpec = Field(default_factory=HostengineSpec)
+    operator: OperatorSpec = Field(default_factory=OperatorSpec)
+    dgds: list[DgdSpec] = Field(default_factory=list)
+    timing: Timing = Field(default_factory=Timing)
+    faults: FaultSwitches = Field(default_factory=FaultSwitches)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> World:
+        names = [n.name for n in self.nodes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"node names must be unique, got {names}")
+        if self.dgds and not self.operator.install:
+            raise ValueError("dgds need `operator: {install: true}` (nothing else turns a DGD into pods)")
+        if self.agent.actuator == "dcgm" and not self.hostengine.install:
+            raise ValueError("agent.actuator dcgm needs `hostengine: {install: true}`")
+        return self
+
+    @property
+    def namespace(self) -> str:
+        return VARIANTS[self.variant]["namespace"]
+
+    @property
+    def node_label(self) -> str:
+        return VARIANTS[self.variant]["node_label"]
+
+    @property
+    def state_host_path(self) -> str:
+        return VARIANTS[self.variant]["state_host_path"]
+
+
+class WorldError(ValueError):
+    """A world file is wrong; the message is `file:line:col: what — what to do`."""
+
+
+PROFILES_DIR = Path(__file__).resolve().parents[1] / "examples" / "profiles"
+
+
+def load_world(path: str | Path) -> World:
+    """Read and validate a world file; every problem becomes one `WorldError` line per issue."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise WorldError(f"{path}:1:1: cannot read the world file ({exc.strerror}) — check the path") from None
+    return parse_world(text, str(path))
+
+
+def parse_world(text: str, filename: str = "<world>") -> World:
+    yaml = YAML(typ="rt")
+    try:
+        data = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        raise WorldError(f"{filename}:{line}:{col}: not valid YAML: {exc.problem} — fix the syntax") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise WorldError(f"{filename}:1:1: a world file is a mapping of keys — found {type(data).__name__}")
+    try:
+        return World.model_validate(_plain(data))
+    except ValidationError as exc:
+        lines = [_describe(filename, data, err) for err in exc.errors()]
+        raise WorldError("\n".join(lines)) from None
+
+
+def _plain(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    return node
+
+
+def _describe(filename: str, data: Any, err: dict) -> str:
+    loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "literal[")))]
+    line, col = _position(data, loc)
+    key = ".".join(str(p) for p in loc) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        hint = "remove it or check the spelling"
+        return f"{filename}:{line}:{col}: unknown key `{key}` — {hint}"
+    message = err["msg"].removeprefix("Value error, ")
+    return f"{filename}:{line}:{col}: `{key}`: {message} — see docs/design/twin-gpu.md (worlds)"
+
+
+def _position(data: Any, loc: list) -> tuple[int, int]:
+    """Line/column (1-based) of the deepest node of `loc` that exists in the ruamel tree."""
+    line, col, node = 1, 1, data
+    for part in loc:
+        lc = getattr(node, "lc", None)
+        try:
+            if isinstance(node, dict) and part in node:
+                if lc is not None:
+                    line, col = lc.key(part)[0] + 1, lc.key(part)[1] + 1
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+                if lc is not None:
+                    line, col = lc.item(part)[0] + 1, lc.item(part)[1] + 1
+                node = node[part]
+            else:
+                break
+        except (KeyError, IndexError, TypeError):
+            break
+    return line, col
+
+
+def profile(name: str) -> Path:
+    """The path of a shipped world profile (`path-a`, `path-b`, …)."""
+    return PROFILES_DIR / f"{name}.yaml"
