@@ -316,6 +316,11 @@ def _ensure_target(config: pytest.Config) -> Target:
         name = config.getoption("stepgraph_target") or default_target_name()
         try:
             info.target = load_target(name)
+            # A target whose capabilities depend on its options (the twin's world) reads them here,
+            # before collection gates scenarios on those capabilities.
+            configure = getattr(info.target, "configure", None)
+            if configure is not None:
+                configure(_target_options(config))
         except TargetConfigError as exc:
             pytest.exit(f"stepgraph: {exc}", returncode=2)
         info.target_name = name

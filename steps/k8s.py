@@ -292,7 +292,7 @@ def _restore_role_annotation(ctx: StepContext, params: RoleAnnotateParams, previ
 
 @when(
     "k8s.set_worker_annotation",
-    "the power-limit annotation of the {role} worker of {dgd} is set to {watts:int} W",
+    "the power-limit annotation of the {role:word} worker of {dgd} is set to {watts:int} W",
     key="annotate_worker",
     needs=("k8s", "k8s-write"),
     effects=("modifies-objects",),
