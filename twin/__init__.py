@@ -45,12 +45,12 @@ class Twin:
 
     def __init__(self, world: Any = None, seed: int = 0, clock: str | VirtualClock | RealTimeClock = "virtual", *,
                  node: NodeConfig | None = None, hooks: list[Callable[[Twin], None]] | tuple = (),
-                 port: int = 0, workdir: str | Path | None = None) -> None:
+                 port: int = 0, workdir: str | Path | None = None, watch_history: int = 20_000) -> None:
         self.seed = seed
         self.clock = make_clock(clock)
         self.config = node or NodeConfig()
         self.types = ResourceTypes()
-        self.store = Store(self.types, self.clock, self.rng("store"))
+        self.store = Store(self.types, self.clock, self.rng("store"), history=watch_history)
         self.workloads = WorkloadRegistry()
         self.inventory = GpuInventory.generate(self.config.gpu_count, self.rng("gpu-uuids"))
         self.host = Host(self.rng("pids"), self.config.cgroup_driver)

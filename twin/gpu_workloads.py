@@ -14,6 +14,7 @@ from __future__ import annotations
 from .devices import DeviceDirectory
 from .faults import Faults
 from .planners import PlannerWorkload, is_planner_pod
+from .power_agent.agent import RECONCILE_INTERVAL_S
 from .power_agent.workload import (
     PowerAgentWorkload,
     container_env,
@@ -68,8 +69,9 @@ def is_hostengine_pod(pod: dict, container: dict) -> bool:
 class HostengineWorkload(Workload):
     """`nv-hostengine -n -b 0.0.0.0 -p 5555`: one fresh hostengine per container start."""
 
-    def __init__(self, directory: DeviceDirectory) -> None:
+    def __init__(self, directory: DeviceDirectory, faults: Faults) -> None:
         self.directory = directory
+        self.faults = faults
 
     def start(self, ctx: WorkloadContext) -> None:
         devices = self.directory.get(ctx.node.name)
@@ -93,6 +95,7 @@ class HostengineWorkload(Workload):
             nvml=(lambda: devices.nvml(ctx.gpus or None, is_privileged(ctx.container)).as_module()) if devices else None,
             dcgmi=engine.dcgmi if engine else None,
             fallback=ctx,
+            mangle_json=lambda: self.faults.exec_preload_mangles_json,
         )
         return run_probe(argv, stdin, probe)
 
@@ -106,9 +109,11 @@ def register_gpu_workloads(
     faults: Faults,
     agent_generation: str = "PA-9790",
     planner_generation: str = "pod-patching",
+    agent_tick_seconds: float = RECONCILE_INTERVAL_S,
 ) -> None:
     """Register the GPU side's workloads (agent, hostengine, planner, pynvml scripts), in that order."""
-    registry.register("power-agent", is_agent_pod, lambda p, c: PowerAgentWorkload(directory, faults, agent_generation))
-    registry.register("dcgm-hostengine", is_hostengine_pod, lambda p, c: HostengineWorkload(directory))
+    registry.register("power-agent", is_agent_pod, lambda p, c: PowerAgentWorkload(directory, faults, agent_generation,
+                                                                          agent_tick_seconds))
+    registry.register("dcgm-hostengine", is_hostengine_pod, lambda p, c: HostengineWorkload(directory, faults))
     registry.register("dynamo-planner", is_planner_pod, lambda p, c: PlannerWorkload(faults, planner_generation))
     registry.register("nvml-script", is_nvml_script_pod, lambda p, c: NvmlScriptWorkload(directory))

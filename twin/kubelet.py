@@ -247,6 +247,9 @@ class Kubelet:
             raise ApiError(400, f'unable to upgrade connection: container not found ("{container}")', "BadRequest")
         return c
 
+    def ensure_running(self, pod: dict, container: str) -> None:
+        self._running(pod, container)
+
     def logs(self, pod: dict, container: str) -> list[tuple[float, str]]:
         rec = self._pods.get(pod["metadata"]["uid"])
         c = rec.containers.get(container) if rec else None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import io
+import json
 import posixpath
 import traceback
 import types
@@ -45,9 +46,26 @@ class ProbeContext:
     http_get: Callable[[int, str], HttpResponse | None] | None = None  # the pod's own ports
     dcgmi: Callable[[list[str]], tuple[str, str, int]] | None = None  # set in the hostengine pod
     fallback: WorkloadContext | None = None  # for echo/cat/env/sh -c built-ins
+    mangle_json: Callable[[], bool] = lambda: False  # the `exec_preload_mangles_json` switch (Finding #11)
 
 
 def run_probe(argv: list[str], stdin: bytes | None, probe: ProbeContext) -> ExecResult:
+    result = _run(argv, stdin, probe)
+    return _mangled(result) if probe.mangle_json() else result
+
+
+def _mangled(result: ExecResult) -> ExecResult:
+    """What kubernetes-client >= 35 with `_preload_content=True` handed back: `str(json.loads(stdout))`."""
+    try:
+        parsed = json.loads(result.stdout)
+    except ValueError:
+        return result
+    if not isinstance(parsed, (dict, list)):
+        return result
+    return ExecResult(str(parsed).encode(), result.stderr, result.exit_code)
+
+
+def _run(argv: list[str], stdin: bytes | None, probe: ProbeContext) -> ExecResult:
     if not argv:
         return not_found(argv)
     program = argv[0].rsplit("/", 1)[-1]

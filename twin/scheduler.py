@@ -55,6 +55,8 @@ class Scheduler:
         md, spec = pod["metadata"], pod.get("spec") or {}
         if etype == "DELETED" or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             self._reported.pop(md["uid"], None)
+            for node in self.nodes:  # a gone or finished pod holds no devices (kubelet agrees, idempotently)
+                node.allocator.release(md["uid"])
             self.retry()  # capacity may have freed
             return
         if not spec.get("nodeName") and not md.get("deletionTimestamp") and spec.get("schedulerName", SCHEDULER) == SCHEDULER:

@@ -29,6 +29,8 @@ class PodRuntime(Protocol):
 
     def logs(self, pod: dict, container: str) -> list[tuple[float, str]]: ...
 
+    def ensure_running(self, pod: dict, container: str) -> None: ...
+
     def exec(self, pod: dict, container: str, argv: list[str], stdin: bytes | None) -> Any: ...
 
     def proxy(self, pod: dict, port: int | None, path: str) -> tuple[int, str, bytes] | None: ...
@@ -86,6 +88,7 @@ async def handle_exec(request: web.Request, store: Store, runtime: PodRuntime, n
     if not argv:
         raise bad_request("you must specify at least 1 command")
     container = choose_container(pod, q.get("container"))
+    runtime.ensure_running(pod, container)  # refused before the upgrade, as a real kubelet does
     ws = web.WebSocketResponse(protocols=(V5, V4), max_msg_size=0)
     if not ws.can_prepare(request).ok:
         raise ApiError(400, "Upgrade request required", "BadRequest")

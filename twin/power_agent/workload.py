@@ -99,8 +99,10 @@ def build_agent(
 
 
 class PowerAgentWorkload(Workload):
-    def __init__(self, directory: DeviceDirectory, faults: Faults, generation: str = "PA-9790") -> None:
+    def __init__(self, directory: DeviceDirectory, faults: Faults, generation: str = "PA-9790",
+                 interval_s: float = RECONCILE_INTERVAL_S) -> None:
         self.directory = directory
+        self.interval_s = interval_s
         self.faults = faults
         self.default_generation = generation
         self.agent: PowerAgent | None = None
@@ -137,7 +139,7 @@ class PowerAgentWorkload(Workload):
             log("ERROR", f"DCGM actuator init failed: {exc}")
             ctx.clock.call_later(0, lambda: ctx.exit(1))
             return
-        self._timer = ctx.clock.every(RECONCILE_INTERVAL_S, self._tick, first_delay=0)
+        self._timer = ctx.clock.every(self.interval_s, self._tick, first_delay=0)
 
     def _tick(self) -> None:
         if self.agent is not None:
@@ -181,6 +183,7 @@ class PowerAgentWorkload(Workload):
             nvml=(lambda: devices.nvml(ctx.gpus or None, is_privileged(ctx.container)).as_module()) if devices else None,
             http_get=lambda port, path: self.http_get(ctx, port, path),
             fallback=ctx,
+            mangle_json=lambda: self.faults.exec_preload_mangles_json,
         )
         return run_probe(argv, stdin, probe)
 

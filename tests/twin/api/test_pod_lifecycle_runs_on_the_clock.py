@@ -1,0 +1,63 @@
+"""Kubelet on the virtual clock: Pending → Running/Ready after the start-up delay; exits; restarts."""
+
+from __future__ import annotations
+
+import pytest
+
+from stepgraph.twin import NodeConfig
+from stepgraph.twin.workloads import Workload
+
+
+def ready(pod) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+@pytest.mark.twin(node=NodeConfig(startup_delay=4.0))
+def test_pod_starts_only_when_virtual_time_passes_the_startup_delay(twin, core, make_pod):
+    core.create_namespaced_pod("default", make_pod("p"))
+    pod = core.read_namespaced_pod("p", "default")
+    assert pod.spec.node_name == twin.node.name and pod.status.phase == "Pending"
+    assert pod.status.container_statuses[0].state.waiting.reason == "ContainerCreating"
+    twin.clock.sleep(3.9)
+    assert core.read_namespaced_pod("p", "default").status.phase == "Pending"
+    twin.clock.sleep(0.1)
+    pod = core.read_namespaced_pod("p", "default")
+    assert pod.status.phase == "Running" and ready(pod)
+    assert pod.status.container_statuses[0].state.running is not None
+    assert pod.status.pod_ip and pod.status.qos_class == "BestEffort"
+
+
+@pytest.mark.parametrize("code,phase,reason", [("0", "Succeeded", "Completed"), ("3", "Failed", "Error")])
+def test_a_workload_that_ends_moves_the_pod_to_a_terminal_phase(twin, core, make_pod, code, phase, reason):
+    core.create_namespaced_pod("default", make_pod("job", annotations={
+        "twin.stepgraph.dev/exit-after": "10", "twin.stepgraph.dev/exit-code": code}))
+    twin.clock.sleep(5)
+    assert core.read_namespaced_pod("job", "default").status.phase == "Running"
+    twin.clock.sleep(10)
+    pod = core.read_namespaced_pod("job", "default")
+    assert pod.status.phase == phase and not ready(pod)
+    terminated = pod.status.container_statuses[0].state.terminated
+    assert terminated.exit_code == int(code) and terminated.reason == reason
+
+
+def test_restart_policy_always_restarts_the_container(twin, core, make_pod):
+    core.create_namespaced_pod("default", make_pod("svc", restart="Always", annotations={
+        "twin.stepgraph.dev/exit-after": "1", "twin.stepgraph.dev/exit-code": "1"}))
+    twin.clock.sleep(2 + 1 + 10 + 2)  # start-up, run, back-off, start-up again
+    pod = core.read_namespaced_pod("svc", "default")
+    assert pod.status.phase == "Running" and pod.status.container_statuses[0].restart_count == 1
+
+
+def test_workload_log_lines_are_served_by_the_log_subresource(twin, core, make_pod):
+    class Chatty(Workload):
+        def start(self, ctx):
+            ctx.log("hello")
+            ctx.clock.call_later(5, lambda: ctx.log("later"))
+    twin.workloads.register("chatty", lambda pod, c: c["image"].startswith("chatty"), lambda pod, c: Chatty())
+    body = make_pod("talk")
+    body["spec"]["containers"][0]["image"] = "chatty:1"
+    core.create_namespaced_pod("default", body)
+    twin.clock.sleep(10)
+    assert core.read_namespaced_pod_log("talk", "default") == "hello\nlater\n"
+    assert core.read_namespaced_pod_log("talk", "default", tail_lines=1) == "later\n"
+    assert core.read_namespaced_pod_log("talk", "default", since_seconds=6) == "later\n"
