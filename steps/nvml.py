@@ -29,7 +29,7 @@ def restore_defaults(c: Cluster) -> dict[int, str]:
     """
     result = c.exec(c.agent_pod(), probes.argv("restore_defaults"))
     lines = {int(k): v for k, v in (line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)}
-    failed = {i: v for i, v in lines.items() if not v.endswith(",ok")}
+    failed = {f"GPU {i}": _restore_text(v) for i, v in lines.items() if not v.endswith(",ok")}
     if result.exit_code != 0 or failed or not lines:
         raise CheckFailed(
             "restoring every GPU to its default power limit failed",
@@ -37,6 +37,11 @@ def restore_defaults(c: Cluster) -> dict[int, str]:
             observed=failed or result.stderr.strip() or f"exit code {result.exit_code}",
         )
     return lines
+
+
+def _restore_text(line: str) -> str:
+    was, now, default, verdict = (line.split(",") + ["", "", "", ""])[:4]
+    return f"was {was} W, now {now} W, default {default} W: {verdict}"
 
 
 @given("nvml.baseline_caps", "a baseline of the NVML power limit of every GPU as {as}", key="nvml_baseline", produces="caps", needs=("nvml",))

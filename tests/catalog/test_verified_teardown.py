@@ -1,0 +1,38 @@
+"""Teardown that verifies: after a run nothing it created is left and every GPU is at its default
+limit; a restore that fails fails the run (the seed printed "all GPUs at default" regardless)."""
+
+from __future__ import annotations
+
+import pytest
+from catalog_runs import run_catalog
+from kubernetes import client
+
+from stepgraph.targets.twin import TeardownError, TwinTarget
+
+
+def test_a_clean_run_leaves_nothing_and_every_gpu_at_default() -> None:
+    run = run_catalog("--target-option", "world=path-b", files=("conflict.feature", "pod_restart.feature"))
+    assert run.returncode == 0, run.output[-3000:]
+    assert run.ids("passed") == {"B5", "E2"}
+
+
+def test_a_failed_gpu_restore_fails_the_run_and_names_the_gpus() -> None:
+    run = run_catalog("--target-option", "world=path-b", "-p", "deny_gpu_writes_before_teardown", files=("nvml_caps.feature",))
+    assert run.returncode == 1, run.output[-3000:]
+    assert "restoring every GPU to its default power limit failed" in run.output
+    assert "FAILED" in run.output
+    assert "the run did not clean up after itself" in run.output
+    assert "is at 3" in run.output and "not its default 400 W" in run.output
+
+
+def test_target_stop_lists_objects_left_behind_and_gpus_off_default() -> None:
+    target = TwinTarget(env={})
+    session = target.start({})
+    core = client.CoreV1Api(target.twin.api_client())
+    core.create_namespaced_config_map(session.facts["namespace"], {"metadata": {"name": "forgotten"}})
+    target.twin.gpu.devices.board.gpus[3].set_limit_mw(300_000)  # a cap nobody restored
+    with pytest.raises(TeardownError) as failure:
+        target.stop(session)
+    assert "configmaps forgotten was created by the run and is still there" in str(failure.value)
+    assert "GPU 3 is at 300 W, not its default 400 W" in str(failure.value)
+    assert target.twin is None  # the twin is stopped even when the check fails
