@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,15 +65,25 @@ class ExecError(ClusterError):
 _BY_STATUS: dict[int, type[ApiError]] = {404: NotFound, 409: Conflict, 403: Forbidden, 422: Invalid}
 
 
+_HANDSHAKE = re.compile(r"Handshake status (\d{3})")
+
+
 def api_error(exc: ApiException) -> ApiError:
-    """Translate the client's ApiException into our family, keeping the server's Status message."""
-    reason, message = exc.reason or "", exc.body or ""
-    with contextlib.suppress(ValueError, TypeError):
-        body = json.loads(exc.body or "")
+    """Translate the client's ApiException into our family, keeping the server's Status message.
+
+    A refused exec websocket arrives as status 0 with "Handshake status 404 … -+-+- <Status JSON>"
+    in the reason; the HTTP code and the Status are recovered from that text.
+    """
+    status, reason, body_text = exc.status or 0, str(exc.reason or ""), exc.body or ""
+    if status == 0 and (m := _HANDSHAKE.search(reason)):
+        status, body_text = int(m.group(1)), reason.rsplit("-+-+-", 1)[-1].strip()
+    message = body_text
+    with contextlib.suppress(ValueError, TypeError, AttributeError):
+        body = json.loads(body_text)
         reason = body.get("reason") or reason
         message = body.get("message") or message
-    kind = _BY_STATUS.get(exc.status or 0, ApiError)
-    err = kind(exc.status or 0, str(reason), str(message))
+    kind = _BY_STATUS.get(status, ApiError)
+    err = kind(status, reason, str(message))
     err.__cause__ = exc
     return err
 
