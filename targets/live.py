@@ -71,6 +71,11 @@ class LiveTarget:
         self._settings: LiveSettings | None = None
         self._path_a: bool | None = None
 
+    def configure(self, options: Mapping[str, str]) -> None:
+        """Validate the environment (and, when opted in, reach the node) before collection."""
+        if self.settings().opted_in:
+            self._detect()
+
     def settings(self) -> LiveSettings:
         if self._settings is None:
             try:

@@ -66,3 +66,68 @@ def test_live_target_with_unreadable_kubeconfig_says_how_to_fix_it(tmp_path) -> 
     env = {"STEPGRAPH_LIVE": "1", "TEST_NODE": "n", "KUBECONFIG": str(tmp_path / "missing")}
     with pytest.raises(TargetConfigError, match="no Kubernetes credentials .* set KUBECONFIG"):
         LiveTarget(env=env).start({})
+
+
+def _run_live(env_extra: dict[str, str], *args: str):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in ("STEPGRAPH_LIVE", "RUN_MULTI_DGD_LIVE", "TEST_NODE")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "scenarios/multi_dgd", "--target", "live", "-p", "no:cacheprovider", "-q", *args],
+        cwd=root, env={**env, **env_extra}, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_without_opt_in_every_live_scenario_skips_and_the_run_succeeds() -> None:
+    proc = _run_live({})
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert "12 skipped" in proc.stdout
+    collect = _run_live({}, "--collect-only")
+    assert collect.returncode == 0 and "12 tests collected" in collect.stdout
+
+
+@pytest.mark.parametrize("flag", ["STEPGRAPH_LIVE", "RUN_MULTI_DGD_LIVE"])
+def test_opted_in_without_test_node_exits_2_with_one_actionable_line(flag: str) -> None:
+    proc = _run_live({flag: "1"})
+    assert proc.returncode == 2
+    assert "TEST_NODE is empty — set TEST_NODE" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_opted_in_with_a_node_the_cluster_lacks_exits_2(tmp_path) -> None:
+    from stepgraph.targets.twin import TwinTarget
+
+    target = TwinTarget(env={})
+    session = target.start({})
+    try:
+        proc = _run_live({"STEPGRAPH_LIVE": "1", "TEST_NODE": "gpu-node-404", "KUBECONFIG": session.kubeconfig})
+    finally:
+        target.twin.stop()
+    assert proc.returncode == 2
+    assert "TEST_NODE='gpu-node-404' is not a node of this cluster" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(("world", "path"), [("path-a", "path-a"), ("path-b", "path-b")])
+def test_live_target_detects_the_path_from_planner_pods(world: str, path: str) -> None:
+    from stepgraph.targets.live import LiveTarget
+    from stepgraph.targets.twin import TwinTarget
+
+    twin_target = TwinTarget(env={})
+    session = twin_target.start({"world": world, "world_dgds": "keep"})
+    try:
+        session.clock.sleep(10)  # the operator's planner pods start
+        env = {"STEPGRAPH_LIVE": "1", "TEST_NODE": session.facts["node"], "KUBECONFIG": session.kubeconfig,
+               "DCGM_HOSTENGINE_AVAILABLE": "1"}
+        live = LiveTarget(env=env)
+        live.configure({})
+        caps = live.capabilities
+        facts = live.start({}).facts
+    finally:
+        twin_target.twin.stop()
+    assert path in caps and {"k8s", "nvml", "dcgm"} <= caps
+    assert ("planner" in caps) == (path == "path-a")
+    assert facts["path"] == path[-1].upper() and facts["node"] == session.facts["node"]
