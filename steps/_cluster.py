@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from kubernetes import client
 from stepgraph.dsl import CheckFailed, StepContext
 
 from . import probes
-from ._clients import ExecResult, api_client, exec_in_pod, translated
+from ._clients import ExecResult, NotFound, api_client, exec_in_pod, translated
 from ._parsers import Sample, parse_index_ints, parse_index_lists, parse_metrics
 
 AGENT_SELECTOR = "app.kubernetes.io/component=power-agent"
@@ -55,6 +55,7 @@ class Cluster:
     node: str
     manifest_dir: Path | None
     calls: CallCounter
+    _agent: client.V1Pod | None = field(default=None, repr=False)
 
     @property
     def core(self) -> client.CoreV1Api:
@@ -67,9 +68,9 @@ class Cluster:
     # -- pods ----------------------------------------------------------------------------------
 
     def pods(self, label_selector: str, *, on_node: bool = True) -> list[client.V1Pod]:
-        field = f"spec.nodeName={self.node}" if on_node and self.node else None
+        on_this_node = f"spec.nodeName={self.node}" if on_node and self.node else None
         with translated(f"list pods {label_selector!r} in {self.namespace}"):
-            kwargs = {"field_selector": field} if field else {}
+            kwargs = {"field_selector": on_this_node} if on_this_node else {}
             return list(self.core.list_namespaced_pod(self.namespace, label_selector=label_selector, **kwargs).items)
 
     def pod(self, name: str) -> client.V1Pod:
@@ -94,11 +95,24 @@ class Cluster:
     # -- readings through the agent pod --------------------------------------------------------
 
     def agent_pod(self) -> client.V1Pod:
-        return self.the_pod(AGENT_SELECTOR, "Power Agent")
+        """The one running Power Agent pod on the test node (looked up once, again if it went away)."""
+        if self._agent is None:
+            self._agent = self.the_pod(AGENT_SELECTOR, "Power Agent")
+        return self._agent
+
+    def find_agent(self) -> client.V1Pod:
+        """Look the agent pod up afresh (a precondition check), and remember it."""
+        self._agent = self.the_pod(AGENT_SELECTOR, "Power Agent")
+        return self._agent
 
     def probe(self, name: str) -> str:
         """Run a shipped probe script inside the agent pod; its stdout, or an ExecError."""
-        return self.exec(self.agent_pod(), probes.argv(name)).check(f"probe {name}").stdout
+        try:
+            result = self.exec(self.agent_pod(), probes.argv(name))
+        except NotFound:  # the agent pod was replaced (restart, OOM kill): find the new one once
+            self._agent = None
+            result = self.exec(self.agent_pod(), probes.argv(name))
+        return result.check(f"probe {name}").stdout
 
     def nvml_caps(self) -> dict[int, int]:
         return parse_index_ints(self.probe("nvml_caps"))

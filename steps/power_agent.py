@@ -52,7 +52,7 @@ WattsList = Annotated[str, AfterValidator(watts_list)]
 @given("agent.running", "the Power Agent is running on the test node", key="agent_running", needs=("k8s", "agent"))
 def running(ctx: StepContext, params: NoParams) -> None:
     """Exactly one Power Agent pod is Running on the test node (the seed's fixture precondition)."""
-    ctx.eventually(cluster(ctx).agent_pod, 180.0, description="one Power Agent pod running on the test node")
+    ctx.eventually(cluster(ctx).find_agent, 180.0, description="one Power Agent pod running on the test node")
 
 
 @given("agent.baseline", "a baseline of the Power Agent counters as {as}", key="counter_baseline", produces="metrics", needs=("agent",))

@@ -6,6 +6,7 @@ Each run starts its own twin from a world, so fault switches and worlds never le
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -43,6 +44,20 @@ def run_catalog(*args: str, files: tuple[str, ...] = (), env: dict[str, str] | N
         )
         outcomes = json.loads(out.read_text()) if out.exists() else {}
     return CatalogRun(proc.returncode, outcomes, proc.stdout + proc.stderr)
+
+
+WORLD_ARGS = {
+    "path-b-nvml": ["--target-option", "world=path-b"],
+    "path-b-dcgm": ["--target-option", "world=path-b-dcgm"],
+    "path-a-nvml": ["--target-option", "world=path-a"],
+    "path-a-dcgm": ["--target-option", "world=path-a", "--target-option", "actuator=dcgm"],
+}
+
+
+@functools.cache
+def world_runs() -> dict[str, CatalogRun]:
+    """The whole catalog once per §1.1 combination, shared by every test module of this process."""
+    return run_many({name: {"args": args} for name, args in WORLD_ARGS.items()}, workers=2)
 
 
 def run_many(jobs: dict[str, dict], workers: int = 3) -> dict[str, CatalogRun]:
