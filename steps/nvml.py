@@ -40,17 +40,21 @@ def restore_defaults(c: Cluster) -> dict[int, str]:
 
 
 def _restore_text(line: str) -> str:
-    was, now, default, verdict = (line.split(",") + ["", "", "", ""])[:4]
+    was, now, default, verdict = [*line.split(","), "", "", "", ""][:4]
     return f"was {was} W, now {now} W, default {default} W: {verdict}"
 
 
-@given("nvml.baseline_caps", "a baseline of the NVML power limit of every GPU as {as}", key="nvml_baseline", produces="caps", needs=("nvml",))
+@given(
+    "nvml.baseline_caps", "a baseline of the NVML power limit of every GPU as {as}", key="nvml_baseline", produces="caps", needs=("nvml",)
+)
 def baseline_caps(ctx: StepContext, params: NoParams) -> dict[int, int]:
     """Record every GPU's current NVML power limit (W) for later per-GPU comparisons."""
     return cluster(ctx).nvml_caps()
 
 
-@given("nvml.baseline_pids", "a baseline of the compute processes on every GPU as {as}", key="pid_baseline", produces="pids", needs=("nvml",))
+@given(
+    "nvml.baseline_pids", "a baseline of the compute processes on every GPU as {as}", key="pid_baseline", produces="pids", needs=("nvml",)
+)
 def baseline_pids(ctx: StepContext, params: NoParams) -> dict[int, list[int]]:
     """Record the compute PIDs on every GPU, to discover which GPU a new workload lands on."""
     return cluster(ctx).nvml_pids()

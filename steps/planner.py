@@ -94,7 +94,9 @@ def one_per_dgd(ctx: StepContext, params: DgdsParams) -> None:
         raise CheckFailed("planner pods per DGD", expected=_names(params.dgds), observed=observed or "none")
 
 
-@then("planner.patches_own_dgd_only", "every planner patched worker pods of its own DGD only", key="planner_own_dgd_only", needs=("planner",))
+@then(
+    "planner.patches_own_dgd_only", "every planner patched worker pods of its own DGD only", key="planner_own_dgd_only", needs=("planner",)
+)
 def patches_own_dgd_only(ctx: StepContext, params: NoParams) -> None:
     """A2 strict: each planner logged ≥ 1 patch, and none of a pod outside its own DGD."""
     c = cluster(ctx)
@@ -120,7 +122,12 @@ class NoPatchParams(Params):
     watts: int
 
 
-@then("planner.never_patched_with", "the planner of {dgd} never patched a pod with {watts:int} W", key="planner_never_patched", needs=("planner",))
+@then(
+    "planner.never_patched_with",
+    "the planner of {dgd} never patched a pod with {watts:int} W",
+    key="planner_never_patched",
+    needs=("planner",),
+)
 def never_patched_with(ctx: StepContext, params: NoPatchParams) -> None:
     """A3: an agg planner runs only its decode branch, so its prefill limit never appears in a patch."""
     patched = planner_patches(cluster(ctx)).get(params.dgd)

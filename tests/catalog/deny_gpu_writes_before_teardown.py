@@ -12,7 +12,8 @@ from ruamel.yaml import YAML
 
 def pytest_bdd_after_scenario(request: pytest.FixtureRequest, feature: object, scenario: object) -> None:
     session = request.getfixturevalue("stepgraph_session")
-    kubeconfig = YAML(typ="safe").load(open(session.kubeconfig, encoding="utf-8"))
+    with open(session.kubeconfig, encoding="utf-8") as text:
+        kubeconfig = YAML(typ="safe").load(text)
     server = kubeconfig["clusters"][0]["cluster"]["server"]
     flip = urllib.request.Request(
         f"{server}/twin/v1/faults", data=json.dumps({"nvml_no_permission": True}).encode(), method="PATCH",

@@ -64,7 +64,7 @@ def test_live_target_with_unreadable_kubeconfig_says_how_to_fix_it(tmp_path) -> 
     from stepgraph.targets.live import LiveTarget
 
     env = {"STEPGRAPH_LIVE": "1", "TEST_NODE": "n", "KUBECONFIG": str(tmp_path / "missing")}
-    with pytest.raises(TargetConfigError, match="no Kubernetes credentials .* set KUBECONFIG"):
+    with pytest.raises(TargetConfigError, match=r"no Kubernetes credentials .* set KUBECONFIG"):
         LiveTarget(env=env).start({})
 
 

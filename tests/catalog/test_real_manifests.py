@@ -77,7 +77,7 @@ def test_stub_workers_get_their_gpus_and_the_bystander_sees_all(twin_ctx) -> Non
 
 @pytest.mark.parametrize("twin_ctx", [{"world": "path-a"}], indirect=True)
 def test_dgds_produce_their_worker_and_planner_pods(twin_ctx) -> None:
-    target, ctx = twin_ctx
+    _, ctx = twin_ctx
     for name in ("30-vllm-dgd-A.yaml", "31-vllm-dgd-B.yaml", "32-vllm-dgd-C.yaml"):
         apply_unchanged(ctx, name)
     ctx.clock.sleep(30)

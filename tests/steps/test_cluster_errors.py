@@ -29,24 +29,21 @@ def _exc(status: int, reason: str, message: str) -> ApiException:
 @pytest.mark.parametrize(("status", "kind"), [(404, NotFound), (409, Conflict), (403, Forbidden), (500, ApiError)])
 def test_status_codes_map_to_our_exceptions_with_the_cause_chained(status: int, kind: type) -> None:
     original = _exc(status, "Whatever", "pods is forbidden")
-    with pytest.raises(kind, match=f"read pod x: {status} Whatever: pods is forbidden") as caught:
-        with translated("read pod x"):
-            raise original
+    with pytest.raises(kind, match=f"read pod x: {status} Whatever: pods is forbidden") as caught, translated("read pod x"):
+        raise original
     assert caught.value.__cause__ is original
 
 
 def test_a_refused_exec_handshake_is_read_back_into_its_status() -> None:
     status = json.dumps({"kind": "Status", "reason": "NotFound", "message": 'pods "p" not found', "code": 404})
     exc = ApiException(status=0, reason=f"Handshake status 404 Not Found -+-+- {{'server': 'x'}} -+-+- {status}")
-    with pytest.raises(NotFound, match='pods "p" not found'):
-        with translated("exec"):
-            raise exc
+    with pytest.raises(NotFound, match='pods "p" not found'), translated("exec"):
+        raise exc
 
 
 def test_connection_refused_names_the_api_server() -> None:
-    with pytest.raises(ApiError.__mro__[1], match="cannot reach the API server"):
-        with translated("list pods"):
-            raise ConnectionRefusedError(111, "Connection refused")
+    with pytest.raises(ApiError.__mro__[1], match="cannot reach the API server"), translated("list pods"):
+        raise ConnectionRefusedError(111, "Connection refused")
 
 
 def test_missing_kubeconfig_is_a_credentials_error(tmp_path) -> None:
