@@ -180,12 +180,19 @@ class RestartParams(Params):
     watts: int
 
 
-def _recreate_if_missing(ctx: StepContext, params: RestartParams, result: dict[str, Any]) -> None:
+def _put_original_back(ctx: StepContext, params: RestartParams, result: dict[str, Any]) -> None:
+    """Leave a pod under this name with its original annotation (it may belong to a prepared node)."""
     c = cluster(ctx)
+    original = result["original"]
     try:
-        c.pod(params.pod)
+        current = (c.pod(params.pod).metadata.annotations or {}).get(POWER_ANNOTATION)
     except NotFound:
-        apply_documents(ctx, [result["manifest"]])
+        current = None
+    else:
+        if current == original["metadata"].get("annotations", {}).get(POWER_ANNOTATION):
+            return
+        delete_objects(ctx, [ObjectRef("v1", "Pod", c.namespace, params.pod, created=True)], only_created=False)
+    apply_documents(ctx, [original])
 
 
 @when(
@@ -195,7 +202,7 @@ def _recreate_if_missing(ctx: StepContext, params: RestartParams, result: dict[s
     produces="restart record (old and new UID)",
     needs=("k8s", "k8s-write"),
     effects=("deletes-objects", "creates-objects"),
-    compensation=_recreate_if_missing,
+    compensation=_put_original_back,
 )
 def restart_pod(ctx: StepContext, params: RestartParams) -> dict[str, Any]:
     """Replace a bare pod by one with the same name and spec (so a new UID) and a new power limit.
@@ -205,14 +212,14 @@ def restart_pod(ctx: StepContext, params: RestartParams) -> dict[str, Any]:
     """
     c = cluster(ctx)
     old = c.api.sanitize_for_serialization(c.pod(params.pod))
-    metadata = {k: old["metadata"][k] for k in ("name", "namespace", "labels", "annotations") if k in old["metadata"]}
-    metadata["annotations"] = {**metadata.get("annotations", {}), POWER_ANNOTATION: str(params.watts)}
-    manifest = {
+    original = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": metadata,
+        "metadata": {k: old["metadata"][k] for k in ("name", "namespace", "labels", "annotations") if k in old["metadata"]},
         "spec": {k: v for k, v in old["spec"].items() if k != "nodeName"},
     }
+    annotations = {**original["metadata"].get("annotations", {}), POWER_ANNOTATION: str(params.watts)}
+    manifest = {**original, "metadata": {**original["metadata"], "annotations": annotations}}
     delete_objects(ctx, [ObjectRef("v1", "Pod", c.namespace, params.pod, created=True)], only_created=False)
     apply_documents(ctx, [manifest])
 
@@ -223,7 +230,7 @@ def restart_pod(ctx: StepContext, params: RestartParams) -> dict[str, Any]:
         return str(pod.metadata.uid)
 
     new_uid = ctx.eventually(running, 300.0, interval=2.0, description=f"pod {params.pod} running again")
-    return {"old_uid": old["metadata"]["uid"], "new_uid": new_uid, "manifest": manifest}
+    return {"old_uid": old["metadata"]["uid"], "new_uid": new_uid, "original": original}
 
 
 class PodNewUidParams(Params):
