@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from .bindings import Ref, is_ref_text
 from .diagnostics import Diagnostic, Location
 from .ir import StepCall
-from .phrases import BIND_FIELD
+from .phrases import BIND_FIELD, split_within
 from .registry import Registry, StepDecl
 from .units import Duration
 
@@ -19,6 +19,18 @@ def bind_text(registry: Registry, text: str, location: Location) -> tuple[StepCa
     """Gherkin step text → the one library step it names (undefined and ambiguous are errors)."""
     matches = registry.match(text)
     if not matches:
+        within, rest = split_within(text)
+        inner = registry.match(rest) if within is not None else []
+        if len(inner) == 1:
+            decl = inner[0].decl
+            return None, [
+                Diagnostic(
+                    location,
+                    f"`within` applies only to checks, and {decl.id} is a {decl.keyword}-step",
+                    "drop the `within` prefix",
+                    "types",
+                )
+            ]
         return None, [Diagnostic(location, f"undefined step: {text!r}", _suggest_phrase(registry, text), "binding")]
     if len(matches) > 1:
         ids = ", ".join(sorted(m.decl.id for m in matches))

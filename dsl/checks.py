@@ -1,5 +1,5 @@
 """Static checks over Feature IR → diagnostics: data flow (4), capabilities (5), effects (6),
-design ids (9), and duplicate scenario names/ids. Checks 1–3 happen while loading and binding.
+timing (8), design ids (9), and duplicate scenario names/ids. Checks 1–3 happen while loading.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Collection
 from .diagnostics import Diagnostic
 from .ir import Feature, StepCall
 from .registry import Registry
+from .target import DEFAULT_TICK_SECONDS
 
 #: Capabilities every target vocabulary shares; step declarations add their own `needs`.
 BASE_CAPABILITIES = frozenset({"k8s", "k8s-write", "nvml", "dcgm", "planner", "path-a", "path-b", "live"})
@@ -24,7 +25,7 @@ def check_feature(
 ) -> list[Diagnostic]:
     found: dict[Diagnostic, None] = {}  # ordered set: background problems are reported once
     flow = _dataflow(feature) if dataflow else []
-    for diag in (*flow, *_effects(feature), *_capabilities(feature, registry), *_duplicates(feature)):
+    for diag in (*flow, *_effects(feature), *_timing(feature), *_capabilities(feature, registry), *_duplicates(feature)):
         found[diag] = None
     if design_ids is not None:
         for diag in _design(feature, design_ids, design_source):
@@ -71,6 +72,26 @@ def _effects(feature: Feature) -> list[Diagnostic]:
         for call in _all_calls(feature)
         if call.decl.mutating_effects and call.decl.compensation is None
     ]
+
+
+def _timing(feature: Feature) -> list[Diagnostic]:
+    """A `within` shorter than the check's causal minimum (e.g. one agent tick) cannot pass reliably.
+    Statically a tick counts DEFAULT_TICK_SECONDS, the tick of both the twin and live nodes."""
+    diags = []
+    for call in _all_calls(feature):
+        minimum = call.decl.min_within
+        if minimum is None or call.within is None:
+            continue
+        if call.within.to_seconds(DEFAULT_TICK_SECONDS) < minimum.to_seconds(DEFAULT_TICK_SECONDS):
+            diags.append(
+                Diagnostic(
+                    call.location,
+                    f"within {call.within} is shorter than {call.step_id} can settle ({minimum})",
+                    f"wait at least within {minimum}",
+                    "timing",
+                )
+            )
+    return diags
 
 
 def _capabilities(feature: Feature, registry: Registry) -> list[Diagnostic]:

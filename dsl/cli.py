@@ -15,7 +15,7 @@ from . import graph as graphs
 from .catalog import steps_markdown
 from .compiler import CompiledFile, compile_file, compile_paths, display_path
 from .design_ids import design_ids_from_file
-from .registry import REGISTRY, Registry
+from .registry import REGISTRY, Registry, StepDeclarationError
 from .render import RenderError, to_gherkin, to_yaml
 from .schema import dumps, scenario_schema
 from .target import TargetConfigError, load_target
@@ -79,14 +79,16 @@ def main(argv: list[str] | None = None) -> int:
             return int(extra[argv[0]]()(argv[1:]) or 0)
         parser = build_parser(sorted(set(extra) - set(_BUILTIN)))
         if argv and argv[0] == "run":
-            args, passthrough = parser.parse_known_args(argv)
+            cut = argv.index("--") if "--" in argv else len(argv)
+            args, passthrough = parser.parse_known_args(argv[:cut])
+            passthrough += argv[cut + 1 :]
         else:
             args, passthrough = parser.parse_args(argv), []
         return _BUILTIN[args.command](args, passthrough)
     except UsageError as exc:
         print(f"stepgraph: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except TargetConfigError as exc:
+    except (TargetConfigError, StepDeclarationError) as exc:
         print(f"stepgraph: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -196,7 +198,6 @@ def cmd_schema(args: argparse.Namespace, _: list[str]) -> int:
 def cmd_run(args: argparse.Namespace, passthrough: list[str]) -> int:
     import pytest
 
-    passthrough = [a for a in passthrough if a != "--"]
     pytest_args = [str(p) for p in args.paths]
     missing = [p for p in args.paths if not p.exists()]
     if missing:

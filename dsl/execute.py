@@ -12,7 +12,10 @@ from .units import Duration
 def execute_call(decl: StepDecl, params: Params, ctx: StepContext, *, bind_as: str | None = None, within: Duration | None = None) -> Any:
     """Run `decl` with `params`; register its compensation once it returned; bind its result."""
 
+    __tracebackhide__ = True
+
     def attempt() -> Any:
+        __tracebackhide__ = True
         return decl.func(ctx, params)
 
     result = ctx.eventually(attempt, within, description=f"{decl.id} within {within}") if within is not None else attempt()

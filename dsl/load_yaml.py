@@ -19,11 +19,13 @@ from . import ir
 from .binder import make_call, suggest_key
 from .bindings import is_ref_text
 from .diagnostics import Diagnostic, Location
+from .load_gherkin import description_text
 from .registry import Registry
 from .schema import structure_schema
 from .units import Duration
 
 MAX_NODES = 100_000
+MAX_DEPTH = 64
 Path_ = tuple[Any, ...]
 
 _VALIDATOR = Draft202012Validator(structure_schema())
@@ -35,6 +37,9 @@ class _TooLarge(Exception):
 
 def parse_yaml(text: str, display: str) -> tuple[Any, dict[Path_, Location], list[Diagnostic]]:
     """Text → plain data plus the location of every node (by path), or a syntax diagnostic."""
+    too_deep = _too_deep(text, display)
+    if too_deep is not None:
+        return None, {}, [Diagnostic(too_deep, f"YAML nests deeper than {MAX_DEPTH} levels", "flatten the document", "syntax")]
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     try:
@@ -46,9 +51,13 @@ def parse_yaml(text: str, display: str) -> tuple[Any, dict[Path_, Location], lis
         return None, {}, [Diagnostic(where, f"YAML syntax: {problem}", _yaml_hint(problem), "syntax")]
     except YAMLError as exc:
         return None, {}, [Diagnostic(Location(display), f"YAML syntax: {' '.join(str(exc).split())}", "fix the YAML", "syntax")]
+    except RecursionError:
+        return None, {}, [Diagnostic(Location(display), "YAML nests too deeply", "flatten the document", "syntax")]
     positions: dict[Path_, Location] = {(): Location(display)}
     budget = [MAX_NODES]
     try:
+        if _expanded_size(doc, {}) > MAX_NODES:  # measured without expanding: an alias bomb costs nothing
+            raise _TooLarge
         data = _plain(doc, (), positions, display, budget)
     except _TooLarge:
         return (
@@ -66,6 +75,41 @@ def parse_yaml(text: str, display: str) -> tuple[Any, dict[Path_, Location], lis
     except RecursionError:
         return None, {}, [Diagnostic(Location(display), "YAML nests too deeply", "flatten the document", "syntax")]
     return data, positions, []
+
+
+def _too_deep(text: str, display: str) -> Location | None:
+    """Where flow brackets or block indentation nest past MAX_DEPTH (checked before parsing,
+    because the parser itself is slow to fail on pathological nesting)."""
+    depth = 0  # flow collections may span lines
+    for number, line in enumerate(text.splitlines(), 1):
+        indent = len(line) - len(line.lstrip(" "))
+        if indent > 2 * MAX_DEPTH:
+            return Location(display, number, indent + 1)
+        quote = ""
+        for column, char in enumerate(line, 1):
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "\"'":
+                quote = char
+            elif char == "#":
+                break
+            elif char in "[{":
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return Location(display, number, column)
+            elif char in "]}":
+                depth = max(depth - 1, 0)
+    return None
+
+
+def _expanded_size(node: Any, memo: dict[int, int]) -> int:
+    """How many nodes `node` becomes once aliases are expanded; each distinct node is visited once."""
+    key = id(node)
+    if key not in memo:
+        memo[key] = 0  # a cycle counts as empty here; _plain's budget and recursion guard stop it
+        children = node.values() if isinstance(node, CommentedMap) else node if isinstance(node, CommentedSeq) else ()
+        memo[key] = 1 + sum(_expanded_size(child, memo) for child in children)
+    return memo[key]
 
 
 def _yaml_hint(problem: str) -> str:
@@ -194,9 +238,9 @@ class _Builder:
             items = data["scenarios"] if isinstance(data["scenarios"], list) else []
             scenarios = tuple(self.scenario(s, ("scenarios", i)) for i, s in enumerate(items) if isinstance(s, dict))
             feature = ir.Feature(
-                name=_text(data.get("feature")),
+                name=_text(data.get("feature")).strip(),
                 tags=self.tags(data),
-                description=_text(data.get("description")),
+                description=description_text(_text(data.get("description"))),
                 background=background,
                 scenarios=scenarios,
                 location=Location(self.display),
@@ -219,9 +263,9 @@ class _Builder:
 
     def scenario(self, data: dict[str, Any], path: Path_) -> ir.Scenario:
         return ir.Scenario(
-            name=_text(data.get("title")),
+            name=_text(data.get("title")).strip(),
             tags=self.tags(data),
-            description=_text(data.get("description")),
+            description=description_text(_text(data.get("description"))),
             steps=self.steps(data.get("steps"), (*path, "steps")),
             location=_nearest(self.positions, (*path, "title")),
         )

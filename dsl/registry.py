@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from .phrases import BIND_FIELD, Phrase, PhraseError, split_within
+from .units import Duration
 
 Keyword = Literal["given", "when", "then"]
 KEYWORDS: tuple[Keyword, ...] = ("given", "when", "then")
@@ -57,6 +58,7 @@ class StepDecl:
     effects: frozenset[str] = frozenset()
     compensation: Callable[..., Any] | None = None
     doc: str = ""
+    min_within: Duration | None = None  # the shortest `within` that can work (static check 8)
 
     @property
     def is_check(self) -> bool:
@@ -105,15 +107,8 @@ class Registry:
 
     def match(self, text: str) -> list[Match]:
         """Every declaration whose phrase reads `text` (with or without a `within <duration>` prefix)."""
-        found: list[Match] = []
         within, rest = split_within(text)
-        for decl in self.steps.values():
-            raw = decl.phrase.match(text)
-            if raw is not None:
-                found.append(Match(decl, raw))
-            elif within is not None and decl.is_check and (raw := decl.phrase.match(rest)) is not None:
-                found.append(Match(decl, raw, within))
-        return found
+        return [m for decl in self.steps.values() if (m := match_decl(decl, text, within, rest)) is not None]
 
     def step(self, id: str, keyword: Keyword, phrase: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering `func(ctx, params)` as a step in this registry."""
@@ -139,7 +134,26 @@ class Registry:
             return
         self.loaded_groups.add(group)
         for ep in entry_points(group=group):
-            ep.load()
+            try:
+                ep.load()
+            except StepDeclarationError as exc:
+                raise StepDeclarationError(f"step library {ep.value!r}: {exc}") from exc
+            except Exception as exc:
+                raise StepDeclarationError(
+                    f"step library {ep.value!r} (entry point {group}:{ep.name}) failed to import: {type(exc).__name__}: {exc}"
+                ) from exc
+
+
+def match_decl(decl: StepDecl, text: str, within: Any = None, rest: str = "") -> Match | None:
+    """`text` read by one declaration; pass `split_within(text)` as (within, rest) when known."""
+    raw = decl.phrase.match(text)
+    if raw is not None:
+        return Match(decl, raw)
+    if within is None and not rest:
+        within, rest = split_within(text)
+    if within is not None and decl.is_check and (raw := decl.phrase.match(rest)) is not None:
+        return Match(decl, raw, within)
+    return None
 
 
 def declare(
@@ -155,6 +169,7 @@ def declare(
     effects: Iterable[str] = (),
     compensation: Callable[..., Any] | None = None,
     doc: str | None = None,
+    min_within: str | Duration | None = None,
 ) -> StepDecl:
     """Build and validate one declaration (see `Registry.step`)."""
     where = f"step {id!r}"
@@ -176,8 +191,9 @@ def declare(
         raise StepDeclarationError(f"{where}: a step that produces a value names it with {{as}} in its phrase, and only such a step does")
     if unknown := slots - fields - {BIND_FIELD}:
         raise StepDeclarationError(f"{where}: phrase names {sorted(unknown)}, which {model.__name__} does not have")
-    if missing := {n for n, f in model.model_fields.items() if f.is_required()} - slots:
-        raise StepDeclarationError(f"{where}: required fields {sorted(missing)} do not appear in the phrase")
+    if missing := set(model.model_fields) - slots:
+        # Every field is in the phrase, so every YAML step can be written in Gherkin (and run by pytest-bdd).
+        raise StepDeclarationError(f"{where}: fields {sorted(missing)} do not appear in the phrase — every parameter must")
     effects = frozenset(effects)
     if keyword == "then" and effects:
         raise StepDeclarationError(f"{where}: then-steps are checks and may be retried, so they cannot have effects")
@@ -193,7 +209,19 @@ def declare(
         effects=effects,
         compensation=compensation,
         doc=(doc if doc is not None else (func.__doc__ or "")).strip(),
+        min_within=_min_within(min_within, keyword, where),
     )
+
+
+def _min_within(value: str | Duration | None, keyword: str, where: str) -> Duration | None:
+    if value is None:
+        return None
+    if keyword != "then":
+        raise StepDeclarationError(f"{where}: min_within applies to checks (then-steps) only")
+    try:
+        return Duration.parse(value)
+    except ValueError as exc:
+        raise StepDeclarationError(f"{where}: min_within: {exc}") from None
 
 
 def _params_from_annotation(func: Callable[..., Any], where: str) -> type[Params] | None:

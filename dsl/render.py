@@ -54,22 +54,11 @@ def _tag_line(lines: list[str], tags: list[str], indent: str) -> None:
 def _gherkin_steps(calls: tuple[StepCall, ...]) -> list[str]:
     out, previous = [], None
     for call in calls:
-        _check_expressible(call)
         keyword = call.decl.keyword
         word = "And" if keyword == previous else keyword.capitalize()
         out.append(f"{INDENT * 2}{word} {call.text()}")
         previous = keyword
     return out
-
-
-def _check_expressible(call: StepCall) -> None:
-    shown = set(call.decl.phrase.fields)
-    for name, info in type(call.params).model_fields.items():
-        if name not in shown and getattr(call.params, name) != info.get_default(call_default_factory=True):
-            raise RenderError(
-                f"{call.location}: {call.step_id}: parameter {name!r} is not part of the Gherkin phrase, "
-                "so this value can only be written in YAML"
-            )
 
 
 def to_yaml(feature: Feature) -> str:

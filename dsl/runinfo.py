@@ -9,6 +9,8 @@ Reachable from every pytest-bdd hook (`request.config`) and from `config.stash`:
     s.source                                  # the file the user wrote (.feature or .yaml)
     s.location_of(step.line_number)           # Location in that file (YAML lines for YAML)
     s.needs                                   # capabilities the scenario needs
+
+A collected scenario item carries its ScenarioInfo too: `item.stash[stepgraph.dsl.collect.ITEM_SCENARIO]`.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class RunInfo:
     design_ids: Collection[str] | None = None  # plug in a design-doc parser here (static check 9)
     design_source: str = ""
     scenarios: dict[tuple[str, str], ScenarioInfo] = field(default_factory=dict)
+    ids: dict[str, Location] = field(default_factory=dict)  # scenario id → where it was first seen
 
     @property
     def facts(self) -> dict[str, Any]:

@@ -35,7 +35,10 @@ class TargetSession(Protocol):
 
 @runtime_checkable
 class Target(Protocol):
-    """A factory of sessions. `capabilities` is known before start, so scenarios are gated statically."""
+    """A factory of sessions. `capabilities` is known before start, so scenarios are gated statically.
+
+    Optionally a target has `configure(options)`, called with the `--target-option` values before
+    gating, for capabilities that depend on options (e.g. the twin's world profile)."""
 
     name: str
     capabilities: frozenset[str]

@@ -74,7 +74,11 @@ def make_registry() -> Registry:
     def scribble(ctx: StepContext, p: Params) -> None: ...
 
     @reg.then(
-        "t.counter_delta", "the counter {metric} grew by at least {at_least:int} since {since:ref}", key="counter_delta", needs={"k8s"}
+        "t.counter_delta",
+        "the counter {metric} grew by at least {at_least:int} since {since:ref}",
+        key="counter_delta",
+        needs={"k8s"},
+        min_within="1 tick",
     )
     def counter_delta(ctx: StepContext, p: Delta) -> None: ...
 

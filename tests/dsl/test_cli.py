@@ -171,3 +171,49 @@ def test_steps_catalog_lists_every_step(capsys: pytest.CaptureFixture[str]) -> N
 def test_console_script_runs_without_a_traceback() -> None:
     result = subprocess.run([sys.executable, "-m", "stepgraph.dsl.cli", "lint", str(DEMO)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def _fake_distribution(root: Path, entry_points: str, modules: dict[str, str]) -> dict[str, str]:
+    """A minimal installed distribution on a PYTHONPATH folder, so entry points are found for real."""
+    dist = root / "stepgraph_fake-0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: stepgraph-fake\nVersion: 0\n")
+    (dist / "entry_points.txt").write_text(entry_points)
+    for name, code in modules.items():
+        (root / f"{name}.py").write_text(code)
+    return {**__import__("os").environ, "PYTHONPATH": str(root)}
+
+
+def test_sub_commands_and_targets_come_from_entry_points(tmp_path: Path) -> None:
+    env = _fake_distribution(
+        tmp_path,
+        "[stepgraph.commands]\nhello = fakecmd:main\n\n[stepgraph.targets]\ntwin = fakecmd:FakeTwin\n",
+        {
+            "fakecmd": "import sys\nfrom stepgraph.dsl import LocalTarget\n\n"
+            "def main(argv):\n    print('hello', argv)\n    return 3\n\n"
+            "class FakeTwin(LocalTarget):\n    name = 'twin'\n    capabilities = frozenset({'k8s'})\n"
+        },
+    )
+    hello = subprocess.run(
+        [sys.executable, "-m", "stepgraph.dsl.cli", "hello", "a", "--b"], capture_output=True, text=True, env=env, check=False
+    )
+    assert (hello.returncode, hello.stdout) == (3, "hello ['a', '--b']\n")
+    helptext = subprocess.run([sys.executable, "-m", "stepgraph.dsl.cli", "--help"], capture_output=True, text=True, env=env, check=False)
+    assert "hello" in helptext.stdout
+    probe = (
+        "from stepgraph.dsl.target import default_target_name, load_target\n"
+        "t = load_target(default_target_name())\nprint(t.name, sorted(t.capabilities))"
+    )
+    default = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
+    assert default.stdout == "twin ['k8s']\n", default.stderr
+
+
+def test_a_broken_step_library_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    env = _fake_distribution(
+        tmp_path,
+        "[stepgraph.steps]\nbroken = brokensteps\n\n[stepgraph.commands]\n",
+        {"brokensteps": "from stepgraph.dsl import when\n\n@when('Bad Id', 'x')\ndef x(ctx, p): ...\n"},
+    )
+    result = subprocess.run([sys.executable, "-m", "stepgraph.dsl.cli", "steps"], capture_output=True, text=True, env=env, check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr == ("stepgraph: step library 'brokensteps': step 'Bad Id': ids are dotted lower-case names like 'k8s.apply'\n")

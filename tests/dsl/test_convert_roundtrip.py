@@ -9,7 +9,7 @@ import pytest
 from conftest import messages
 from test_loaders import B5_GHERKIN, B5_YAML
 
-from stepgraph.dsl import REGISTRY, Params, Registry, StepContext
+from stepgraph.dsl import REGISTRY
 from stepgraph.dsl.compiler import CompiledFile, compile_file
 from stepgraph.dsl.render import RenderError, to_gherkin, to_yaml
 
@@ -52,18 +52,17 @@ def test_demo_scenarios_round_trip(demo: Path, tmp_path: Path) -> None:
         assert compile_file(tmp_path / name, REGISTRY).feature == original.feature
 
 
-def test_a_parameter_outside_the_phrase_cannot_become_gherkin(tmp_path: Path) -> None:
-    class Limit(Params):
-        count: int
-        tolerance: int = 0
-
-    reg = Registry()
-
-    @reg.then("t.count", "there are {count:int} pods", key="count", params=Limit)
-    def count(ctx: StepContext, p: Limit) -> None: ...
-
-    path = tmp_path / "t.yaml"
-    path.write_text("title: T\nsteps:\n  - count: {count: 1, tolerance: 2}\n")
-    compiled = compile_file(path, reg, display="t.yaml")
-    with pytest.raises(RenderError, match=r"t\.yaml:3:5: t\.count: parameter 'tolerance' is not part of the Gherkin phrase"):
+def test_a_name_gherkin_cannot_hold_is_refused(compile_source: Callable[..., CompiledFile]) -> None:
+    compiled = compile_source('title: "two\\nlines"\nsteps:\n  - count: {count: 1}\n', "t.yaml")
+    assert compiled.ok
+    with pytest.raises(RenderError, match="names are one line in Gherkin"):
         to_gherkin(compiled.feature)
+
+
+def test_descriptions_and_names_survive_both_ways(compile_source: Callable[..., CompiledFile]) -> None:
+    text = "title: '  Spaced  '\ndescription: |\n  First line\n    indented second\n\n  after a gap\nsteps:\n  - count: {count: 1}\n"
+    original = compile_source(text, "d.yaml")
+    assert original.ok
+    assert original.feature.scenarios[0].description == "First line\nindented second\n\nafter a gap"
+    assert compile_source(to_gherkin(original.feature), "d.feature").feature == original.feature
+    assert compile_source(to_yaml(original.feature), "e.yaml").feature == original.feature

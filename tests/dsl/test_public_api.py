@@ -70,13 +70,15 @@ def test_a_valid_declaration_registers_with_its_key_and_model() -> None:
         ({"id": "NoDots"}, "ids are dotted lower-case names"),
         ({"keyword": "and"}, "keyword must be one of"),
         ({"phrase": "the cap of GPU {gpu:ref} is {nope}", "params": Cap}, "does not have"),
-        ({"phrase": "the cap of GPU {gpu:ref}", "params": Cap}, "required fields ['limit'] do not appear"),
+        ({"phrase": "the cap of GPU {gpu:ref}", "params": Cap}, "fields ['limit'] do not appear in the phrase — every parameter must"),
         ({"phrase": "x {gpu:colour} {limit:power}", "params": Cap}, "unknown placeholder type 'colour'"),
         ({"phrase": "x {gpu:ref} {gpu:ref} {limit:power}", "params": Cap}, "appears twice"),
         ({"phrase": "x {gpu:ref} {limit:power} as {as}", "params": Cap}, "produces a value names it with {as}"),
         ({"produces": "caps", "params": Cap}, "produces a value names it with {as}"),
         ({"keyword": "then", "params": Cap}, "cannot have effects"),
         ({"key": "expect", "params": Cap}, "YAML key 'expect'"),
+        ({"min_within": "1 tick", "params": Cap}, "min_within applies to checks"),
+        ({"keyword": "then", "effects": (), "compensation": None, "min_within": "soon", "params": Cap}, "min_within: 'soon' is not"),
     ],
 )
 def test_bad_declarations_are_refused_with_a_reason(overrides: dict[str, object], message: str) -> None:

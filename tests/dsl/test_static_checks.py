@@ -32,6 +32,13 @@ def test_check3_types_and_units(compile_source: Callable[..., CompiledFile]) -> 
     ]
 
 
+def test_check3_within_on_an_action(compile_source: Callable[..., CompiledFile]) -> None:
+    text = 'Feature: F\n  Scenario: S\n    When within 2 s the manifest "m" is applied as "o"\n'
+    assert messages(compile_source(text)) == [
+        "s.feature:3:5: `within` applies only to checks, and t.apply is a when-step — drop the `within` prefix"
+    ]
+
+
 def test_check4_reads_before_binding_and_rebinding(compile_source: Callable[..., CompiledFile]) -> None:
     text = (
         "Feature: F\n"
@@ -73,6 +80,18 @@ def test_check6_mutation_without_compensation(compile_source: Callable[..., Comp
     assert messages(compile_source(text)) == [
         "s.feature:3:5: t.scribble has effects (writes-gpu-caps) but no compensation — "
         "declare compensation= in its step library so teardown can undo it"
+    ]
+
+
+def test_check8_a_window_shorter_than_the_checks_causal_minimum(compile_source: Callable[..., CompiledFile]) -> None:
+    text = (
+        'Feature: F\n  Scenario: S\n    Given a baseline of counters as "c0"\n'
+        '    Then within 10 s the counter "m" grew by at least 1 since "c0"\n'
+        '    Then within 15 s the counter "m" grew by at least 1 since "c0"\n'
+        '    Then within 1 agent tick the counter "m" grew by at least 1 since "c0"\n'
+    )
+    assert messages(compile_source(text)) == [
+        "s.feature:4:5: within 10 s is shorter than t.counter_delta can settle (1 agent tick) — wait at least within 1 agent tick"
     ]
 
 

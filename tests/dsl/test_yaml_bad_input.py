@@ -116,3 +116,14 @@ def test_missing_required_keys(compile_source: Callable[..., CompiledFile]) -> N
         "t.yaml:3:5: scenarios/0: 'steps' is a required property — add it",
         "t.yaml:3:5: scenarios/0: 'title' is a required property — add it",
     ]
+
+
+def test_deep_nesting_and_self_reference(compile_source: Callable[..., CompiledFile]) -> None:
+    deep = HEADER + "  - bind: " + "[" * 5000 + "]" * 5000 + "\n"
+    started = time.perf_counter()
+    assert messages(compile_source(deep, "deep.yaml")) == ["deep.yaml:3:75: YAML nests deeper than 64 levels — flatten the document"]
+    assert time.perf_counter() - started < 1
+    spread = HEADER + "  - bind:\n" + "".join(f"      {'[' * 5}\n" for _ in range(20))
+    assert messages(compile_source(spread, "spread.yaml")) == ["spread.yaml:16:11: YAML nests deeper than 64 levels — flatten the document"]
+    [message] = messages(compile_source("a: &a [1, *a]\ntitle: T\nsteps: []\n", "self.yaml"))
+    assert message.startswith("self.yaml:1:1: ")
