@@ -5,7 +5,7 @@ listing its node's pods from the twin's real store with a field selector, readin
 writing caps — i.e. `reconcile_once` as the agent pod runs it, minus HTTP. Five pods per node
 in the live topology (1+1+2+2+2 GPUs, TP ranks with helper PIDs).
 
-    .venv/bin/python bench/bench_agent_ticks.py            # 1×8×5 and 64×8×320
+    .venv/bin/python bench/bench_agent_ticks.py            # 1, 8 and 64 nodes (×8 GPUs, ×5 pods)
     .venv/bin/python bench/bench_agent_ticks.py 1 8 16 64  # node counts to sweep
 """
 
@@ -79,7 +79,7 @@ def run(nodes: int) -> tuple[float, float, int]:
 
 
 def main(argv: list[str]) -> None:
-    counts = [int(a) for a in argv] or [1, 64]
+    counts = [int(a) for a in argv] or [1, 8, 64]
     print(f"{'nodes':>5} {'GPUs':>5} {'pods':>5} {'ticks':>7} {'setup s':>8} {'1 h sim s':>10} {'ms/tick':>8}")
     for nodes in counts:
         setup, sim, ticks = run(nodes)

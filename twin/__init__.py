@@ -64,6 +64,7 @@ class Twin:
         if world is not None:
             self.start_hooks.append(world.install if hasattr(world, "install") else world)
         self.world = world
+        self.gpu: Any = None  # set by the GPU side's installer (twin/world_install.py)
         self.server = ApiServer(self.store, self.kubelet, port=port)
         self._workdir = Path(workdir) if workdir else None
         self._own_workdir = workdir is None

@@ -4,12 +4,16 @@
 
 - **pynvml script pods** (`python -c '<script importing pynvml>'`, e.g. the teardown restore
   pod): the script runs once at start against the node's NVML; output → log; exit status → phase.
+- **Dynamo engine workers** (`dynamo.vllm|sglang|trtllm`): CUDA contexts appear after a model
+  load delay (world `timing.worker_model_load_seconds`).
 - **DCGM hostengine** (`app=nvidia-dcgm-standalone`): a fresh `Hostengine` on its node while
   it runs; exec of `dcgmi …` reaches it.
 - **Power Agent** (`app.kubernetes.io/component=power-agent`) and **planner** pods.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from .devices import DeviceDirectory
 from .faults import Faults
@@ -22,7 +26,13 @@ from .power_agent.workload import (
     is_privileged,
 )
 from .probe_exec import ProbeContext, run_probe, run_script
-from .workloads import ExecResult, Workload, WorkloadContext, WorkloadRegistry
+from .workloads import (
+    ExecResult,
+    Workload,
+    WorkloadContext,
+    WorkloadRegistry,
+    run_builtin,
+)
 
 HOSTENGINE_LABEL = ("app", "nvidia-dcgm-standalone")
 
@@ -38,6 +48,43 @@ def python_script(container: dict) -> str | None:
 def is_nvml_script_pod(pod: dict, container: dict) -> bool:
     script = python_script(container)
     return script is not None and "pynvml" in script and "torch" not in script
+
+
+def is_dynamo_worker(pod: dict, container: dict) -> bool:
+    text = " ".join(str(a) for a in list(container.get("command") or []) + list(container.get("args") or []))
+    return any(f"dynamo.{engine}" in text for engine in ("vllm", "sglang", "trtllm"))
+
+
+class DynamoWorkerWorkload(Workload):
+    """A Dynamo engine worker: its CUDA contexts (spawned by the kubelet) appear only once the
+    model has loaded, `load_seconds` after start — so, as on a real node, a planner that starts
+    with it annotates the pod before the agent first sees the pod's PIDs on a GPU."""
+
+    def __init__(self, load_seconds: float) -> None:
+        self.load_seconds = load_seconds
+        self._timer: Any = None
+
+    def start(self, ctx: WorkloadContext) -> None:
+        held = [(proc, proc.gpus) for proc in ctx.processes if proc.gpus]
+        for proc, _ in held:
+            proc.gpus = ()
+        argv = [str(a) for a in ctx.container.get("args") or []]
+        model = argv[argv.index("--model") + 1] if "--model" in argv[:-1] else "the model"
+        ctx.log(f"INFO Loading {model}")
+
+        def loaded() -> None:
+            for proc, gpus in held:
+                proc.gpus = gpus
+            ctx.log(f"INFO Model {model} loaded; CUDA contexts on {sum(len(g) for _, g in held)} GPU(s)")
+
+        self._timer = ctx.clock.call_later(self.load_seconds, loaded)
+
+    def stop(self, ctx: WorkloadContext, graceful: bool) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def exec(self, ctx: WorkloadContext, argv: list[str], stdin: bytes | None) -> ExecResult:
+        return run_builtin(ctx, argv, stdin)
 
 
 class NvmlScriptWorkload(Workload):
@@ -110,6 +157,7 @@ def register_gpu_workloads(
     agent_generation: str = "PA-9790",
     planner_generation: str = "pod-patching",
     agent_tick_seconds: float = RECONCILE_INTERVAL_S,
+    worker_model_load_seconds: float = 20.0,
 ) -> None:
     """Register the GPU side's workloads (agent, hostengine, planner, pynvml scripts), in that order."""
     registry.register("power-agent", is_agent_pod, lambda p, c: PowerAgentWorkload(directory, faults, agent_generation,
@@ -117,3 +165,4 @@ def register_gpu_workloads(
     registry.register("dcgm-hostengine", is_hostengine_pod, lambda p, c: HostengineWorkload(directory, faults))
     registry.register("dynamo-planner", is_planner_pod, lambda p, c: PlannerWorkload(faults, planner_generation))
     registry.register("nvml-script", is_nvml_script_pod, lambda p, c: NvmlScriptWorkload(directory))
+    registry.register("dynamo-worker", is_dynamo_worker, lambda p, c: DynamoWorkerWorkload(worker_model_load_seconds))

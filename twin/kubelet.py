@@ -55,6 +55,7 @@ class PodRecord:
     logs: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
     timers: list[Any] = field(default_factory=list)
     terminating: bool = False
+    followers: dict[str, list[Any]] = field(default_factory=dict)  # container → fn((wall, line) | None)
 
 
 class Kubelet:
@@ -117,6 +118,10 @@ class Kubelet:
         self._patch_status(rec, {"phase": "Running", **self._container_status(rec, pod, ready=True)})
         for c in rec.containers.values():
             if c.workload is not None and c.ctx is not None and c.state == "running":
+                image = c.ctx.container.get("image", "")
+                self.store.record_event(pod, "Pulled", f'Container image "{image}" already present on machine',
+                                        component=KUBELET)
+                self.store.record_event(pod, "Created", f"Created container {c.name}", component=KUBELET)
                 self.store.record_event(pod, "Started", f"Started container {c.name}", component=KUBELET)
                 c.workload.start(c.ctx)
 
@@ -128,11 +133,22 @@ class Kubelet:
                  for plan in plan_contexts(pod, spec, visible)]
         c.ctx = WorkloadContext(pod=pod, container=spec, node=self.node, host=self.node.host, gpus=visible,
                                 clock=self.clock, store=self.store, processes=procs,
-                                log=lambda line, name=c.name: rec.logs[name].append((self.clock.wall(), str(line))),
+                                log=lambda line, name=c.name: self._log(rec, name, str(line)),
                                 exit=lambda code, name=c.name: self._container_exit(rec.uid, name, code))
         c.workload = self.registry.create(pod, spec)
         c.state, c.reason, c.started_at = "running", "", timestamp(self.clock.wall())
         c.container_id = f"containerd://{self._rng.getrandbits(256):064x}"
+
+    def _log(self, rec: PodRecord, name: str, line: str) -> None:
+        entry = (self.clock.wall(), line)
+        rec.logs[name].append(entry)
+        for fn in list(rec.followers.get(name, ())):
+            fn(entry)
+
+    def _end_followers(self, rec: PodRecord, name: str | None = None) -> None:
+        for container in [name] if name else list(rec.followers):
+            for fn in rec.followers.pop(container, []):
+                fn(None)
 
     def _cdi_reject(self, rec: PodRecord, pod: dict, name: str, value: str) -> None:
         message = ("failed to create containerd task: failed to create shim task: OCI runtime create failed: could not "
@@ -152,6 +168,7 @@ class Kubelet:
         c.reason = "Completed" if code == 0 else "Error"
         for proc in c.ctx.processes if c.ctx else ():
             self.node.host.kill(proc.pid)
+        self._end_followers(rec, name)
         pod = self.store.get("pods", rec.namespace, rec.name)
         if any(x.state != "terminated" for x in rec.containers.values()):
             self._patch_status(rec, self._container_status(rec, pod, ready=False))
@@ -202,6 +219,7 @@ class Kubelet:
     def _cleanup(self, uid: str) -> None:
         rec = self._pods.pop(uid, None)
         if rec is not None:
+            self._end_followers(rec)
             for t in rec.timers:
                 t.cancel()
             for c in rec.containers.values():
@@ -258,6 +276,16 @@ class Kubelet:
             raise ApiError(400, f'container "{container}" in pod "{pod["metadata"]["name"]}" is waiting to start: '
                                 f"{reason}", "BadRequest")
         return list(rec.logs[container])
+
+    def follow_logs(self, pod: dict, container: str, fn: Any) -> Any:
+        """Call `fn((wall, line))` for each new line and `fn(None)` when the container ends;
+        returns a function that stops following."""
+        rec = self._pods.get(pod["metadata"]["uid"])
+        if rec is None or rec.containers[container].state != "running":
+            fn(None)
+            return lambda: None
+        rec.followers.setdefault(container, []).append(fn)
+        return lambda: rec.followers.get(container, []).remove(fn) if fn in rec.followers.get(container, []) else None
 
     def exec(self, pod: dict, container: str, argv: list[str], stdin: bytes | None) -> ExecResult:
         c = self._running(pod, container)

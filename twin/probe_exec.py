@@ -79,7 +79,12 @@ def _run(argv: list[str], stdin: bytes | None, probe: ProbeContext) -> ExecResul
     return not_found(argv)
 
 
+_PYTHON_FLAGS = {"-u", "-B", "-E", "-I", "-s", "-S", "-O", "-OO", "-q", "-b", "-bb", "-d", "-v"}
+
+
 def _run_python(args: list[str], stdin: bytes | None, probe: ProbeContext) -> ExecResult:
+    while args and args[0] in _PYTHON_FLAGS:  # -u (unbuffered) and friends change nothing here
+        args = args[1:]
     if args[:1] == ["-c"] and len(args) >= 2:
         return run_script(args[1], ["-c", *args[2:]], probe)
     if (not args or args[0] == "-") and stdin:

@@ -74,7 +74,6 @@ class AgentSpec(_Strict):
     memory_limit: str = "256Mi"
     namespace_restricted: bool = Field(False, description="pass --namespace (a Role instead of a ClusterRole)")
     dcgm_enforce: bool = True
-    startup_delay_seconds: float = Field(0.0, ge=0)
 
 
 class HostengineSpec(_Strict):
@@ -114,6 +113,7 @@ class OperatorSpec(_Strict):
 class Timing(_Strict):
     pod_startup_seconds: float = Field(2.0, ge=0)
     agent_tick_seconds: float = Field(15.0, gt=0, description="the contract fixes 15 s; change only to experiment")
+    worker_model_load_seconds: float = Field(20.0, ge=0, description="Dynamo worker start → CUDA contexts open")
 
 
 class World(_Strict):
@@ -231,3 +231,27 @@ def _position(data: Any, loc: list) -> tuple[int, int]:
 def profile(name: str) -> Path:
     """The path of a shipped world profile (`path-a`, `path-b`, …)."""
     return PROFILES_DIR / f"{name}.yaml"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m stepgraph.twin.world FILE…`: validate world files; 0 if all are good, else 2."""
+    import sys
+
+    paths = sys.argv[1:] if argv is None else argv
+    if not paths:
+        print("usage: python -m stepgraph.twin.world WORLD.yaml [...]", file=sys.stderr)
+        return 2
+    status = 0
+    for path in paths:
+        try:
+            world = load_world(path)
+        except WorldError as exc:
+            print(exc, file=sys.stderr)
+            status = 2
+        else:
+            print(f"{path}: ok — {world.name}: {len(world.nodes)} node(s), {len(world.dgds)} DGD(s)")
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -85,7 +85,8 @@ class WorldInstaller:
         directory = DeviceDirectory()
         directory.add(devices)
         register_gpu_workloads(twin.workloads, directory, faults, world.agent.generation,
-                               world.operator.planner_generation, agent_tick_seconds=world.timing.agent_tick_seconds)
+                               world.operator.planner_generation, agent_tick_seconds=world.timing.agent_tick_seconds,
+                               worker_model_load_seconds=world.timing.worker_model_load_seconds)
         faults.subscribe(lambda switches: _mirror_node_switches(twin, switches))
         _mirror_node_switches(twin, faults.as_dict())
         twin.server.extra_routes.extend(aiohttp_routes(faults))
@@ -94,6 +95,7 @@ class WorldInstaller:
         if not _exists(store, "namespaces", None, world.namespace):
             store.create("namespaces", None, world_objects.namespace(world))
         if world.hostengine.install:
+            store.create("services", world.namespace, world_objects.hostengine_service(world))
             store.create("daemonsets.apps", world.namespace, world_objects.hostengine_daemonset(world))
         if world.agent.install:
             store.create("daemonsets.apps", world.namespace, world_objects.agent_daemonset(world))

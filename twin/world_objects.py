@@ -108,6 +108,15 @@ def hostengine_daemonset(world: World) -> dict:
             "spec": {"selector": {"matchLabels": labels}, "template": template}}
 
 
+def hostengine_service(world: World) -> dict:
+    """The headless Service that gives the hostengine its DNS name (`<name>.<ns>.svc…:5555`)."""
+    labels = {"app": HOSTENGINE_NAME}
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": HOSTENGINE_NAME, "namespace": world.namespace, "labels": labels},
+            "spec": {"clusterIP": "None", "selector": labels,
+                     "ports": [{"name": "hostengine", "port": 5555, "targetPort": 5555, "protocol": "TCP"}]}}
+
+
 def dgd(spec: DgdSpec, world: World) -> dict:
     """A DGD in the v1alpha1 shape the live test's DGDs use (`spec.services.<Name>`)."""
     config = {

@@ -6,9 +6,13 @@ Kept apart from the store so the store only does bookkeeping (versions, events, 
 from __future__ import annotations
 
 import base64
+import copy
 import random
 import re
 from datetime import UTC, datetime
+
+from .errors import invalid
+from .resources import ResourceType
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -46,6 +50,43 @@ def name_problems(resource_key: str, name: str) -> list[tuple[str, str, str]]:
     if len(name) > 253 or not DNS1123_SUBDOMAIN.match(name):
         return [("FieldValueInvalid", "metadata.name", f'Invalid value: "{name}": {_SUBDOMAIN_RULE}')]
     return []
+
+
+_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_VALUE_RULE = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+               "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+               "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+_KEY_RULE = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+             "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation "
+             "is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+
+
+def _key_ok(key: str) -> bool:
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+        return False
+    return 0 < len(name) <= 63 and bool(_QUALIFIED.match(name))
+
+
+def metadata_problems(md: dict) -> list[tuple[str, str, str]]:
+    """422 causes for label keys/values and annotation keys/size a real server would refuse."""
+    causes = []
+    for key, value in (md.get("labels") or {}).items():
+        if not _key_ok(str(key)):
+            causes.append(("FieldValueInvalid", "metadata.labels", f'Invalid value: "{key}": {_KEY_RULE}'))
+        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+            causes.append(("FieldValueInvalid", "metadata.labels", f'Invalid value: "{value}": {_VALUE_RULE}'))
+    annotations = md.get("annotations") or {}
+    for key in annotations:
+        if not _key_ok(str(key)):
+            causes.append(("FieldValueInvalid", "metadata.annotations", f'Invalid value: "{key}": {_KEY_RULE}'))
+    size = sum(len(str(k)) + len(str(v)) for k, v in annotations.items())
+    if size > MAX_ANNOTATIONS_BYTES:
+        causes.append(("FieldValueTooLong", "metadata.annotations",
+                       f"Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes"))
+    return causes
 
 
 def generate_name(prefix: str, rng: random.Random) -> str:
@@ -136,3 +177,49 @@ def pod_update_problems(old: dict, new: dict) -> list[tuple[str, str, str]]:
     if a != b:
         return [("FieldValueForbidden", "spec", _POD_UPDATE_RULE)]
     return []
+
+
+def updated(rtype: ResourceType, old: dict, body: dict, subresource: str | None) -> dict:
+    """The object an update would store: identity from `old`, spec/status per subresource."""
+    new = copy.deepcopy(body)
+    new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+    md = new.setdefault("metadata", {})
+    for k in ("uid", "creationTimestamp", "namespace", "name", "deletionTimestamp",
+              "deletionGracePeriodSeconds", "generation", "resourceVersion"):
+        if k in old["metadata"]:
+            md[k] = old["metadata"][k]
+        else:
+            md.pop(k, None)
+    has_status = "status" in rtype.subresources
+    if subresource == "status":
+        kept = copy.deepcopy(old)
+        kept["status"] = new.get("status", {})  # metadata and spec stay as they were, as on a real server
+        return kept
+    if has_status and "status" in old:
+        new["status"] = copy.deepcopy(old["status"])
+    elif has_status:
+        new.pop("status", None)
+    if rtype.key == "pods" and (problems := pod_update_problems(old, new)):
+        raise invalid(rtype.kind, rtype.group, md["name"], problems)
+    if md.get("deletionTimestamp") and len(md.get("finalizers") or []) > len(old["metadata"].get("finalizers") or []):
+        raise invalid(rtype.kind, rtype.group, md["name"], [(
+            "FieldValueForbidden", "metadata.finalizers",
+            "Forbidden: no new finalizers can be added if the object is being deleted")])
+    return new
+
+
+def event_body(involved: dict, reason: str, message: str, type: str, component: str, wall: float,
+               rng: random.Random) -> dict:
+    """A core/v1 Event about `involved`, as the kubelet or scheduler would post it."""
+    md = involved["metadata"]
+    ns = md.get("namespace") or "default"
+    now = timestamp(wall)
+    body = {"metadata": {"name": f"{md['name']}.{rng.getrandbits(64):016x}", "namespace": ns},
+            "involvedObject": {"kind": involved.get("kind"), "namespace": md.get("namespace"),
+                               "name": md["name"], "uid": md.get("uid"),
+                               "apiVersion": involved.get("apiVersion"),
+                               "resourceVersion": md.get("resourceVersion")},
+            "reason": reason, "message": message, "type": type, "count": 1,
+            "source": {"component": component}, "reportingComponent": component,
+            "firstTimestamp": now, "lastTimestamp": now}
+    return body

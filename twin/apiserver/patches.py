@@ -22,6 +22,23 @@ APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
 
 
+def apply(kind: str, current: dict, patch: Any, *, builtin: bool, schema: dict | None) -> Any:
+    """The patched object for a PATCH of content type `kind` (415 for types we do not take)."""
+    if kind == JSON_PATCH:
+        return json_patch(current, patch)
+    if kind == STRATEGIC_PATCH:
+        if not builtin:  # custom resources have no patch strategies: a real server refuses too
+            raise ApiError(415, f"the body of the request was in an unknown format - accepted media types include: "
+                                f"{JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}", "UnsupportedMediaType")
+        return strategic_merge_patch(current, patch, schema)
+    if kind in (MERGE_PATCH, APPLY_PATCH):
+        if not isinstance(patch, dict):
+            raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
+        return merge_patch(current, patch)
+    raise ApiError(415, f"the body of the request was in an unknown format - accepted media types include: "
+                        f"{', '.join(PATCH_TYPES)}", "UnsupportedMediaType")
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge recursively, null deletes, anything else replaces."""
     if not isinstance(patch, dict):

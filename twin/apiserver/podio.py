@@ -31,6 +31,8 @@ class PodRuntime(Protocol):
 
     def ensure_running(self, pod: dict, container: str) -> None: ...
 
+    def follow_logs(self, pod: dict, container: str, fn: Any) -> Any: ...
+
     def exec(self, pod: dict, container: str, argv: list[str], stdin: bytes | None) -> Any: ...
 
     def proxy(self, pod: dict, port: int | None, path: str) -> tuple[int, str, bytes] | None: ...
@@ -47,6 +49,35 @@ def choose_container(pod: dict, requested: str | None) -> str:
     if len(names) == 1:
         return names[0]
     raise bad_request(f"a container name must be specified for pod {name}, choose one of: [{' '.join(names)}]")
+
+
+def _render(entries: list[tuple[float, str]], stamps: bool) -> bytes:
+    return "".join((f"{timestamp(t)} " if stamps else "") + line + "\n" for t, line in entries).encode()
+
+
+async def handle_log(request: web.Request, runtime: PodRuntime, pod: dict, now_wall: float) -> web.StreamResponse:
+    """GET pods/<name>/log; with `follow=true` the body streams until the container ends."""
+    q = request.query
+    body = logs_text(runtime, pod, q, now_wall)
+    if q.get("follow", "").lower() not in ("1", "true"):
+        return web.Response(body=body, content_type="text/plain")
+    container = choose_container(pod, q.get("container"))
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue = asyncio.Queue()
+    stop = runtime.follow_logs(pod, container, lambda entry: loop.call_soon_threadsafe(queue.put_nowait, entry))
+    resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+    resp.enable_chunked_encoding()
+    stamps = q.get("timestamps", "").lower() in ("1", "true")
+    try:
+        await resp.prepare(request)
+        await resp.write(body)
+        while (entry := await queue.get()) is not None:
+            await resp.write(_render([entry], stamps))
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        stop()
+    return resp
 
 
 def logs_text(runtime: PodRuntime, pod: dict, query: Any, now_wall: float) -> bytes:
@@ -67,8 +98,7 @@ def logs_text(runtime: PodRuntime, pod: dict, query: Any, now_wall: float) -> by
         except ValueError:
             raise bad_request(f"invalid tailLines: {query['tailLines']!r}") from None
         lines = lines[-tail:] if tail > 0 else []
-    stamps = query.get("timestamps", "").lower() in ("1", "true")
-    return "".join((f"{timestamp(t)} " if stamps else "") + line + "\n" for t, line in lines).encode()
+    return _render(lines, query.get("timestamps", "").lower() in ("1", "true"))
 
 
 def status_for(exit_code: int, argv: list[str]) -> dict:

@@ -121,7 +121,8 @@ def check_kind(body: Any, target: Target) -> None:
 def _json(body: dict, status: int = 200, warnings: list[str] | None = None) -> web.Response:
     resp = web.json_response(body, status=status)
     for w in warnings or []:
-        resp.headers.add("Warning", f'299 - "{w}"')
+        escaped = w.replace('"', '\\"')
+        resp.headers.add("Warning", f'299 - "{escaped}"')
     return resp
 
 
@@ -143,6 +144,7 @@ async def handle_resource(request: web.Request, store: Store, target: Target) ->
     if verb not in target.rtype.verbs or (target.sub and verb not in SUBRESOURCE_VERBS.get(target.sub, ())):
         raise method_not_allowed(verb, target.rtype.plural)
     strict = q.get("fieldValidation") == "Strict"
+    dry_run = _dry_run(q)
     warnings: list[str] = []
     rt, ns, name, version = target.rtype, target.namespace, target.name, target.version
     if verb == "get":
@@ -156,27 +158,28 @@ async def handle_resource(request: web.Request, store: Store, target: Target) ->
             raise resource_missing()
         body = await read_body(request)
         check_kind(body, target)
-        obj = store.create(rt, ns, body, version=version, strict=strict, warnings=warnings)
+        obj = store.create(rt, ns, body, version=version, strict=strict, warnings=warnings, dry_run=dry_run)
         return _json(obj, 201, warnings)
     if verb == "update":
         body = await read_body(request)
         check_kind(body, target)
         obj = store.replace(rt, ns, name, body, subresource=target.sub, version=version, strict=strict,
-                            warnings=warnings)
+                            warnings=warnings, dry_run=dry_run)
         return _json(obj, 200, warnings)
     if verb == "patch":
         if request.content_type not in patches.PATCH_TYPES:
             raise ApiError(415, f"the body of the request was in an unknown format - accepted media types include: "
                                 f"{', '.join(patches.PATCH_TYPES)}", "UnsupportedMediaType")
         body = await read_body(request)
+        existed = request.content_type != patches.APPLY_PATCH or _exists(store, rt, ns, name)
         obj = store.patch(rt, ns, name, body, patch_type=request.content_type, subresource=target.sub,
-                          version=version, strict=strict, warnings=warnings)
-        return _json(obj, 200, warnings)
+                          version=version, strict=strict, warnings=warnings, dry_run=dry_run)
+        return _json(obj, 200 if existed else 201, warnings)
     if verb == "delete":
         opts = await _delete_options(request)
         grace = opts.get("gracePeriodSeconds")
         obj, gone = store.delete(rt, ns, name, grace_period_seconds=grace, preconditions=opts.get("preconditions"),
-                                 version=version)
+                                 version=version, dry_run=dry_run or opts.get("dryRun") == ["All"])
         returns_object = rt.key == "pods" or not rt.builtin or not gone
         return _json(obj if returns_object else _success(target, obj))
     if verb == "deletecollection":
@@ -190,6 +193,22 @@ async def handle_resource(request: web.Request, store: Store, target: Target) ->
                     raise
         return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})
     raise method_not_allowed(verb, rt.plural)
+
+
+def _dry_run(query: Any) -> bool:
+    values = query.getall("dryRun", [])
+    for value in values:
+        if value != "All":
+            raise bad_request(f'Invalid dry run: "{value}": supported values: "All"')
+    return bool(values)
+
+
+def _exists(store: Store, rtype: ResourceType, namespace: str | None, name: str) -> bool:
+    try:
+        store.get(rtype, namespace, name)
+    except ApiError:
+        return False
+    return True
 
 
 def _verb(method: str, target: Target, watch: bool) -> str:
@@ -226,8 +245,8 @@ async def _delete_options(request: web.Request) -> dict:
 
 def _list(request: web.Request, store: Store, target: Target) -> web.Response:
     q = request.query
-    items, rv = store.list_with_version(target.rtype, target.namespace, label_selector=q.get("labelSelector"),
-                                        field_selector=q.get("fieldSelector"), version=target.version)
+    items, rv = store.list_json(target.rtype, target.namespace, label_selector=q.get("labelSelector"),
+                                field_selector=q.get("fieldSelector"))
     meta: dict = {"resourceVersion": rv}
     start = 0
     if q.get("continue"):
@@ -242,11 +261,10 @@ def _list(request: web.Request, store: Store, target: Target) -> web.Response:
             meta["continue"] = base64.urlsafe_b64encode(json.dumps({"start": end, "rv": rv}).encode()).decode()
             meta["remainingItemCount"] = len(items) - end
         items = items[start:end]
-    for item in items:  # list items carry no kind/apiVersion on a real server
-        item.pop("kind", None)
-        item.pop("apiVersion", None)
-    return _json({"kind": target.rtype.list_kind, "apiVersion": target.rtype.api_version(target.version),
-                  "metadata": meta, "items": items})
+    head = json.dumps({"kind": target.rtype.list_kind, "apiVersion": target.rtype.api_version(target.version),
+                       "metadata": meta})
+    body = head[:-1] + ', "items": [' + ",".join(items) + "]}"  # items come encoded from the store
+    return web.Response(body=body.encode(), content_type="application/json")
 
 
 async def _watch(request: web.Request, store: Store, target: Target) -> web.StreamResponse:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from . import discovery, podio, rest
+from . import discovery, openapi, podio, rest
 from .errors import ApiError, bad_request, resource_missing
 from .store import Store
 
@@ -46,7 +46,9 @@ class ApiServer:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self.port = 0
-        self.extra_routes: list[web.RouteDef] = []  # twin-only endpoints (e.g. /twin/v1/faults), added before start
+        # aiohttp RouteDefs other parts of the twin mount beside the Kubernetes API (added
+        # before `start`; e.g. the GPU side's `/twin/v1/faults`).
+        self.extra_routes: list[web.AbstractRouteDef] = []
 
     @property
     def base_url(self) -> str:
@@ -91,7 +93,7 @@ class ApiServer:
         app = web.Application(client_max_size=self.max_body, middlewares=[self._errors])
         app[rest.MAX_BODY_KEY] = self.max_body
         app[rest.WATCH_QUEUES_KEY] = set()
-        app.add_routes(self.extra_routes)  # before the catch-all, so they win
+        app.router.add_routes(self.extra_routes)
         app.router.add_route("*", "/{path:.*}", self._dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1)
         await self._runner.setup()
@@ -126,6 +128,8 @@ class ApiServer:
             return web.Response(text="ok")
         if path == "/version":
             return web.json_response(discovery.VERSION_INFO)
+        if path == "/openapi/v3" or path.startswith("/openapi/v3/"):
+            return self._openapi(path.removeprefix("/openapi/v3").strip("/"))
         target = rest.parse_path(self.store, path)
         if isinstance(target, dict):
             if request.method != "GET":
@@ -135,6 +139,17 @@ class ApiServer:
             return await self._pod_io(request, target)
         return await rest.handle_resource(request, self.store, target)
 
+    def _openapi(self, gv_path: str) -> web.Response:
+        if not gv_path:
+            return web.json_response(openapi.index(self.store.types))
+        parts = gv_path.split("/")
+        group, version = ("", parts[1]) if parts[0] == "api" and len(parts) == 2 else (
+            (parts[1], parts[2]) if parts[0] == "apis" and len(parts) == 3 else ("?", "?"))
+        doc = openapi.group_version_doc(self.store.types, group, version)
+        if doc is None:
+            raise resource_missing()
+        return web.json_response(doc)
+
     async def _pod_io(self, request: web.Request, target: rest.Target) -> web.StreamResponse:
         if self.runtime is None:
             raise resource_missing()
@@ -143,8 +158,7 @@ class ApiServer:
             if request.method != "GET":
                 raise ApiError(405, f"{request.method} is not supported on pods/log", "MethodNotAllowed")
             pod = self.store.get("pods", ns, target.name)
-            body = podio.logs_text(self.runtime, pod, request.query, self.store.clock.wall())
-            return web.Response(body=body, content_type="text/plain")
+            return await podio.handle_log(request, self.runtime, pod, self.store.clock.wall())
         if target.sub in ("exec", "attach"):
             if target.sub == "attach":
                 raise bad_request("attach is not supported by the twin; use exec")

@@ -5,8 +5,8 @@ everything), `generation` (bumps when anything but metadata/status changes), `cr
 optimistic concurrency (stale resourceVersion → 409), deletion with grace periods and finalizers,
 namespace termination, and a bounded event history so a watch can resume from a resourceVersion.
 
-Two audiences: the HTTP layer (watchers get events pushed through a thread-safe `deliver`
-callable) and in-process components (kubelet, controllers, the GPU side) that `subscribe`.
+Two audiences: the HTTP layer (watchers, `watch.py`, get events pushed through a thread-safe
+`deliver` callable) and in-process components (kubelet, controllers, the GPU side) that `subscribe`.
 Subscribers run after the store's lock is released, in event order, on the mutating thread;
 events they cause are queued behind the current ones, so every subscriber sees one total order.
 """
@@ -14,58 +14,19 @@ events they cause are queued behind the current ones, so every subscriber sees o
 from __future__ import annotations
 
 import copy
+import json
 import random
 import threading
 import uuid as uuidlib
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from . import objects, patches, schemas
+from .dispatch import Dispatcher
 from .errors import ApiError, already_exists, bad_request, conflict, invalid, not_found
 from .resources import ResourceType, ResourceTypes
 from .selectors import parse_field_selector, parse_label_selector
-
-Event = tuple[int, str, str, dict | None, dict | None]  # rv, resource key, type, old, new
-
-
-class Watcher:
-    """One open watch: filters events for its resource/namespace/selectors, hands them on."""
-
-    def __init__(self, rtype: ResourceType, namespace: str | None, labels: str | None, fields: str | None,
-                 version: str | None, deliver: Callable[[dict | None], None], out: Callable) -> None:
-        self.rtype, self.namespace, self.version = rtype, namespace, version
-        self._labels = parse_label_selector(labels)
-        self._fields = parse_field_selector(fields, rtype.plural)
-        self._deliver, self._out = deliver, out
-        self.closed = False
-
-    def _matches(self, obj: dict | None) -> bool:
-        if obj is None:
-            return False
-        md = obj["metadata"]
-        if self.namespace is not None and md.get("namespace") != self.namespace:
-            return False
-        return self._labels(md.get("labels") or {}) and self._fields(obj)
-
-    def offer(self, etype: str, old: dict | None, new: dict | None) -> None:
-        """Translate a change into what this watcher sees (selector entry/exit → ADDED/DELETED)."""
-        was, now = self._matches(old), self._matches(new)
-        if etype == "DELETED":
-            seen = "DELETED" if was else None
-        elif was and now:
-            seen = "MODIFIED"
-        elif now:
-            seen = "ADDED"
-        elif was:
-            seen = "DELETED"  # left the selection: a real server sends DELETED
-        else:
-            seen = None
-        if seen and not self.closed:
-            self._deliver({"type": seen, "object": self._out(self.rtype, new if new is not None else old, self.version)})
-
-    def close(self) -> None:
-        self.closed = True
+from .watch import Watcher, WatchHub
 
 
 class Store:
@@ -77,13 +38,9 @@ class Store:
         self._rng = rng
         self._objs: dict[str, dict[tuple[str, str], dict]] = {}
         self._rv = 1
-        self._history: deque[Event] = deque(maxlen=history)
-        self._watchers: set[Watcher] = set()
-        self._subs: dict[str, list[Callable[[str, dict], None]]] = {}
-        self._pending: deque[tuple[str, str, dict]] = deque()
+        self._hub = WatchHub(history)
         self._lock = threading.RLock()
-        self._dispatch = threading.RLock()
-        self._dispatching = threading.local()
+        self._dispatcher = Dispatcher(self._lock)
         # Extra write checks per resource key: fn(new, old) → 422 causes (CRD names, Twin II rules).
         self.admission: dict[str, list[Callable[[dict, dict | None], list[tuple[str, str, str]]]]] = {}
 
@@ -131,17 +88,32 @@ class Store:
                           label_selector: str | None = None, field_selector: str | None = None,
                           version: str | None = None) -> tuple[list[dict], str]:
         rtype = self.rtype(resource)
+        with self._lock:
+            items = [self.out(rtype, o, version) for o in self._matching(rtype, namespace, label_selector, field_selector)]
+            return items, str(self._rv)
+
+    def list_json(self, resource: str | ResourceType, namespace: str | None = None, *,
+                  label_selector: str | None = None, field_selector: str | None = None) -> tuple[list[str], str]:
+        """Like `list_with_version`, but each item already JSON-encoded without kind/apiVersion (as
+        list items are served): no deep copies, which is what makes large LISTs cheap."""
+        rtype = self.rtype(resource)
+        with self._lock:
+            items = [json.dumps({k: v for k, v in o.items() if k not in ("kind", "apiVersion")})
+                     for o in self._matching(rtype, namespace, label_selector, field_selector)]
+            return items, str(self._rv)
+
+    def _matching(self, rtype: ResourceType, namespace: str | None, label_selector: str | None,
+                  field_selector: str | None) -> list[dict]:
         labels = parse_label_selector(label_selector)
         fields = parse_field_selector(field_selector, rtype.plural)
-        with self._lock:
-            items = [self.out(rtype, o, version) for (ns, _), o in sorted(self._bucket(rtype).items())
-                     if (namespace is None or ns == namespace)
-                     and labels(o["metadata"].get("labels") or {}) and fields(o)]
-            return items, str(self._rv)
+        return [o for (ns, _), o in sorted(self._bucket(rtype).items())
+                if (namespace is None or ns == namespace) and labels(o["metadata"].get("labels") or {}) and fields(o)]
 
     # -- writes ---------------------------------------------------------------------------
     def create(self, resource: str | ResourceType, namespace: str | None, body: dict, *,
-               version: str | None = None, strict: bool = False, warnings: list[str] | None = None) -> dict:
+               version: str | None = None, strict: bool = False, warnings: list[str] | None = None,
+               dry_run: bool = False) -> dict:
+        """Create; `dry_run` runs every check and default and stores nothing (`?dryRun=All`)."""
         rtype = self.rtype(resource)
         if not isinstance(body, dict):
             raise bad_request("the body of the request was in an unknown format")
@@ -171,13 +143,15 @@ class Store:
             if "spec" in obj:
                 md["generation"] = 1
             obj["apiVersion"], obj["kind"] = rtype.api_version(version), rtype.kind
+            if dry_run:
+                return self.out(rtype, obj, version)
             self._commit(rtype, "ADDED", None, obj)
         self._drain()
         return self.out(rtype, obj, version)
 
     def replace(self, resource: str | ResourceType, namespace: str | None, name: str, body: dict, *,
                 subresource: str | None = None, version: str | None = None, strict: bool = False,
-                warnings: list[str] | None = None) -> dict:
+                warnings: list[str] | None = None, dry_run: bool = False) -> dict:
         rtype = self.rtype(resource)
         if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict):
             raise bad_request("the body of the request was in an unknown format")
@@ -188,37 +162,35 @@ class Store:
             old = self._current(rtype, namespace if rtype.namespaced else None, name)
             if md.get("resourceVersion") not in (None, "", old["metadata"]["resourceVersion"]):
                 raise conflict(rtype.plural, rtype.group, name)
-            new = self._updated(rtype, old, body, subresource)
+            new = objects.updated(rtype, old, body, subresource)
             self._validate(rtype, new, version, strict, warnings)
+            if dry_run:
+                return self.out(rtype, new, version)
             result = self._write(rtype, old, new)
         self._drain()
         return self.out(rtype, result, version) if result else self.out(rtype, new, version)
 
     def patch(self, resource: str | ResourceType, namespace: str | None, name: str, patch: Any, *,
               patch_type: str = "merge", subresource: str | None = None, version: str | None = None,
-              strict: bool = False, warnings: list[str] | None = None) -> dict:
+              strict: bool = False, warnings: list[str] | None = None, dry_run: bool = False) -> dict:
+        """Patch with one of `merge`, `strategic`, `json`, `apply` (or their content types); an
+        apply patch of a missing object creates it, as server-side apply does."""
         rtype = self.rtype(resource)
         kind = {"merge": patches.MERGE_PATCH, "strategic": patches.STRATEGIC_PATCH,
                 "json": patches.JSON_PATCH, "apply": patches.APPLY_PATCH}.get(patch_type, patch_type)
         with self._lock:
-            old = self._current(rtype, namespace if rtype.namespaced else None, name)
+            ns = namespace if rtype.namespaced else None
+            if kind == patches.APPLY_PATCH and (ns or "", name) not in self._bucket(rtype) and subresource is None:
+                body = patch if isinstance(patch, dict) else {}
+                if (body.get("metadata") or {}).get("name") not in (None, name):
+                    raise bad_request(f"the name of the object ({body['metadata']['name']}) does not match the name on the URL ({name})")
+                body = {**body, "metadata": {**(body.get("metadata") or {}), "name": name}}
+                return self.create(rtype, namespace, body, version=version, strict=strict, warnings=warnings,
+                                   dry_run=dry_run)
+            old = self._current(rtype, ns, name)
             current = self.out(rtype, old, version)
-            if kind == patches.JSON_PATCH:
-                patched = patches.json_patch(current, patch)
-            elif kind == patches.STRATEGIC_PATCH:
-                if not rtype.builtin:
-                    raise ApiError(415, f"the body of the request was in an unknown format - accepted media types "
-                                        f"include: {patches.JSON_PATCH}, {patches.MERGE_PATCH}, {patches.APPLY_PATCH}",
-                                   "UnsupportedMediaType")
-                patched = patches.strategic_merge_patch(current, patch, schemas.kind_schema(
-                    rtype.group, version or rtype.storage_version, rtype.kind))
-            elif kind in (patches.MERGE_PATCH, patches.APPLY_PATCH):
-                if not isinstance(patch, dict):
-                    raise bad_request("json: cannot unmarshal array into Go value of type map[string]interface {}")
-                patched = patches.merge_patch(current, patch)
-            else:
-                raise ApiError(415, f"the body of the request was in an unknown format - accepted media types "
-                                    f"include: {', '.join(patches.PATCH_TYPES)}", "UnsupportedMediaType")
+            patched = patches.apply(kind, current, patch, builtin=rtype.builtin, schema=schemas.kind_schema(
+                rtype.group, version or rtype.storage_version, rtype.kind) if rtype.builtin else None)
             if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
                 raise ApiError(422, "the patch removed the object's metadata", "Invalid")
             rv = patched["metadata"].get("resourceVersion")
@@ -226,15 +198,17 @@ class Store:
                 raise conflict(rtype.plural, rtype.group, name)
             if patched["metadata"].get("name") != name:
                 raise bad_request(f"the name of the object ({patched['metadata'].get('name')}) does not match the name on the URL ({name})")
-            new = self._updated(rtype, old, patched, subresource)
+            new = objects.updated(rtype, old, patched, subresource)
             self._validate(rtype, new, version, strict, warnings)
+            if dry_run:
+                return self.out(rtype, new, version)
             result = self._write(rtype, old, new)
         self._drain()
         return self.out(rtype, result or new, version)
 
     def delete(self, resource: str | ResourceType, namespace: str | None, name: str, *,
                grace_period_seconds: int | None = None, preconditions: dict | None = None,
-               version: str | None = None) -> tuple[dict, bool]:
+               version: str | None = None, dry_run: bool = False) -> tuple[dict, bool]:
         """Delete; returns (the object as last seen, whether it is gone already)."""
         rtype = self.rtype(resource)
         with self._lock:
@@ -244,6 +218,8 @@ class Store:
             if pre.get("uid") not in (None, obj["metadata"]["uid"]) or \
                     pre.get("resourceVersion") not in (None, obj["metadata"]["resourceVersion"]):
                 raise ApiError(409, f'Precondition failed for {rtype.plural} "{name}"', "Conflict")
+            if dry_run:
+                return self.out(rtype, obj, version), False
             gone = self._delete_locked(rtype, obj, grace_period_seconds)
             last = self.out(rtype, obj, version)
         self._drain()
@@ -319,37 +295,6 @@ class Store:
             raise ApiError(403, f'{rtype.plural} "{name}" is forbidden: unable to create new content in namespace '
                                 f"{ns} because it is being terminated", "Forbidden", kind=rtype.plural, name=name)
 
-    def _updated(self, rtype: ResourceType, old: dict, body: dict, subresource: str | None) -> dict:
-        """The object an update would store: identity from `old`, spec/status per subresource."""
-        new = copy.deepcopy(body)
-        new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
-        md = new.setdefault("metadata", {})
-        for k in ("uid", "creationTimestamp", "namespace", "name", "deletionTimestamp",
-                  "deletionGracePeriodSeconds", "generation", "resourceVersion"):
-            if k in old["metadata"]:
-                md[k] = old["metadata"][k]
-            else:
-                md.pop(k, None)
-        has_status = "status" in rtype.subresources
-        if subresource == "status":
-            kept = copy.deepcopy(old)
-            kept["status"] = new.get("status", {})
-            if md.get("labels") is not None or md.get("annotations") is not None:
-                kept["metadata"]["labels"] = md.get("labels", old["metadata"].get("labels"))
-                kept["metadata"]["annotations"] = md.get("annotations", old["metadata"].get("annotations"))
-            return kept
-        if has_status and "status" in old:
-            new["status"] = copy.deepcopy(old["status"])
-        elif has_status:
-            new.pop("status", None)
-        if rtype.key == "pods" and (problems := objects.pod_update_problems(old, new)):
-            raise invalid(rtype.kind, rtype.group, md["name"], problems)
-        if md.get("deletionTimestamp") and len(md.get("finalizers") or []) > len(old["metadata"].get("finalizers") or []):
-            raise invalid(rtype.kind, rtype.group, md["name"], [(
-                "FieldValueForbidden", "metadata.finalizers",
-                "Forbidden: no new finalizers can be added if the object is being deleted")])
-        return new
-
     def _validate(self, rtype: ResourceType, obj: dict, version: str | None, strict: bool,
                   warnings: list[str] | None) -> None:
         version = version or rtype.storage_version
@@ -360,6 +305,7 @@ class Store:
         else:
             causes, unknown = [], []
         name = obj["metadata"].get("name", "")
+        causes = causes + objects.metadata_problems(obj["metadata"])
         for check in self.admission.get(rtype.key, ()):
             causes = causes + check(obj, self._bucket(rtype).get((obj["metadata"].get("namespace", ""), name)))
         if causes:
@@ -404,36 +350,20 @@ class Store:
         self._record(etype, rtype, old, new)
 
     def _record(self, etype: str, rtype: ResourceType, old: dict | None, new: dict) -> None:
-        self._history.append((self._rv, rtype.key, etype, old, new))
-        for w in list(self._watchers):
-            if w.rtype.key == rtype.key:
-                self._offer(w, etype, old, new)
-        self._pending.append((rtype.key, etype, new))
+        self._hub.record((self._rv, rtype.key, etype, old, new))
+        self._dispatcher.queue(rtype.key, etype, new)
 
     def _drain(self) -> None:
-        """Run subscribers for queued events, in order; nested writes queue behind."""
-        if getattr(self._dispatching, "active", False):
-            return
-        with self._dispatch:
-            self._dispatching.active = True
-            try:
-                while True:
-                    with self._lock:
-                        if not self._pending:
-                            return
-                        key, etype, obj = self._pending.popleft()
-                        subs = list(self._subs.get(key, ()))
-                        rtype = self.types.by_key(key)
-                    for fn in subs:
-                        fn(etype, self.out(rtype, obj) if rtype else copy.deepcopy(obj))
-            finally:
-                self._dispatching.active = False
+        self._dispatcher.drain(self._render)
+
+    def _render(self, key: str, obj: dict) -> dict:
+        rtype = self.types.by_key(key)
+        return self.out(rtype, obj) if rtype else copy.deepcopy(obj)
 
     # -- subscriptions and watches -----------------------------------------------------------
     def subscribe(self, resource: str, fn: Callable[[str, dict], None]) -> Callable[[], None]:
-        with self._lock:
-            self._subs.setdefault(resource, []).append(fn)
-        return lambda: self._subs.get(resource, []).remove(fn) if fn in self._subs.get(resource, []) else None
+        """Call `fn(event_type, obj)` after every change to `resource` (see dispatch.py)."""
+        return self._dispatcher.subscribe(resource, fn)
 
     def watch(self, resource: str | ResourceType, namespace: str | None, *, label_selector: str | None = None,
               field_selector: str | None = None, resource_version: str | None = None,
@@ -442,50 +372,20 @@ class Store:
         rtype = self.rtype(resource)
         watcher = Watcher(rtype, namespace, label_selector, field_selector, version, deliver, self.out)
         with self._lock:
-            if resource_version in (None, "", "0"):
-                for (ns, _), obj in sorted(self._bucket(rtype).items()):
-                    watcher.offer("ADDED", None, obj)
-            else:
-                try:
-                    since = int(resource_version)
-                except ValueError:
-                    raise bad_request(f"invalid resource version: {resource_version!r}") from None
-                oldest = self._history[0][0] if self._history else self._rv + 1
-                if since < oldest - 1 and since < self._rv:
-                    raise ApiError(410, f"too old resource version: {since} ({oldest - 1})", "Expired")
-                for rv, key, etype, old, new in self._history:
-                    if rv > since and key == rtype.key:
-                        self._offer(watcher, etype, old, new)
-            self._watchers.add(watcher)
+            current = [obj for _, obj in sorted(self._bucket(rtype).items())]
+            self._hub.open(watcher, resource_version, current, self._rv)
         return watcher
 
-    @staticmethod
-    def _offer(watcher: Watcher, etype: str, old: dict | None, new: dict) -> None:
-        if etype == "DELETED":  # `new` is the last state; a DELETED has no "after"
-            watcher.offer("DELETED", new, None)
-        else:
-            watcher.offer(etype, old, new)
-
     def unwatch(self, watcher: Watcher) -> None:
-        watcher.close()
         with self._lock:
-            self._watchers.discard(watcher)
+            self._hub.close(watcher)
 
     # -- events ---------------------------------------------------------------------------
     def record_event(self, involved: dict, reason: str, message: str, *, type: str = "Normal",
                      component: str = "twin") -> dict:
         """Create a core/v1 Event about `involved` in its namespace (or `default`)."""
-        md = involved["metadata"]
-        ns = md.get("namespace") or "default"
-        now = objects.timestamp(self.clock.wall())
-        body = {"metadata": {"name": f"{md['name']}.{self._rng.getrandbits(64):016x}", "namespace": ns},
-                "involvedObject": {"kind": involved.get("kind"), "namespace": md.get("namespace"),
-                                   "name": md["name"], "uid": md.get("uid"),
-                                   "apiVersion": involved.get("apiVersion"),
-                                   "resourceVersion": md.get("resourceVersion")},
-                "reason": reason, "message": message, "type": type, "count": 1,
-                "source": {"component": component}, "reportingComponent": component,
-                "firstTimestamp": now, "lastTimestamp": now}
+        ns = involved["metadata"].get("namespace") or "default"
+        body = objects.event_body(involved, reason, message, type, component, self.clock.wall(), self._rng)
         try:
             return self.create("events", ns, body)
         except ApiError:  # namespace terminating: events are best-effort, as on a real cluster

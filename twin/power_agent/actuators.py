@@ -131,8 +131,10 @@ class DcgmActuator(_Base):
         self._nvml_index_by_uuid: dict[str, int] = {}
 
     def _ensure_identity_map(self) -> None:
-        if self._dcgm_uuid_by_idx:
-            return
+        if not self._dcgm_uuid_by_idx:
+            self._with_reconnect(self._build_identity_map)  # a hostengine restart lands here first (E3)
+
+    def _build_identity_map(self) -> None:
         dcgm_uuids = [self.conn.gpu_uuid(g) for g in self.gpu_ids]
         nvml_map = {
             self.nvml.nvmlDeviceGetUUID(self._nvml_handle(n)): n for n in range(self.nvml.nvmlDeviceGetCount())

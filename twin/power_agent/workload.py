@@ -50,9 +50,17 @@ def container_env(ctx: WorkloadContext) -> dict[str, str]:
     return env
 
 
+NON_ROOT_IMAGES = ("vllm-runtime",)  # images whose default user is not root (contract §7)
+
+
 def is_privileged(container: dict) -> bool:
-    sc = container.get("securityContext") or {}
-    return bool(sc.get("privileged")) or sc.get("runAsUser") == 0
+    """May this container write NVML power limits? Only as root: `privileged` alone is not enough
+    (the vllm-runtime user gets NoPermission even when privileged, §7). Without `runAsUser` the
+    image's default user decides: root, except for the known non-root images."""
+    user = (container.get("securityContext") or {}).get("runAsUser")
+    if user is not None:
+        return user == 0
+    return not any(name in str(container.get("image", "")) for name in NON_ROOT_IMAGES)
 
 
 def memory_limit_bytes(container: dict) -> int | None:
@@ -67,6 +75,23 @@ def memory_limit_bytes(container: dict) -> int | None:
     return int(float(text))
 
 
+LOOPBACK = ("localhost", "127.0.0.1")
+
+
+def hostengine_reachable(host: str, store: Any | None, own_namespace: str) -> bool:
+    """Does `--dcgm-host` name something that answers on this node? Loopback, or a Service
+    (`<svc>`, `<svc>.<ns>`, `<svc>.<ns>.svc[.cluster.local]`) that exists in the store."""
+    if host in LOOPBACK or store is None:
+        return True
+    parts = host.split(".")
+    namespace = parts[1] if len(parts) > 1 else own_namespace
+    try:
+        store.get("services", namespace, parts[0])
+    except Exception:  # noqa: BLE001 — ApiError 404: no such Service, no DNS answer
+        return False
+    return True
+
+
 def build_agent(
     cli: AgentCli,
     devices: NodeDevices,
@@ -78,6 +103,8 @@ def build_agent(
     visible: tuple[str, ...] | None = None,
     privileged: bool = True,
     state_path: str | None = None,
+    store: Any | None = None,
+    namespace: str = "default",
 ) -> PowerAgent:
     """Assemble a PowerAgent over a node's devices (used by the workload and by the tests)."""
     metrics = AgentMetrics(
@@ -88,7 +115,7 @@ def build_agent(
     if cli.actuator == "dcgm":
         def connect():
             engine = devices.hostengine
-            if engine is None:
+            if engine is None or not hostengine_reachable(cli.dcgm_host, store, namespace):
                 raise DcgmError(-21, f"unable to connect to hostengine at {cli.dcgm_host}:{cli.dcgm_port}")
             return engine.connect()
         actuator: NvmlActuator | DcgmActuator = DcgmActuator(connect, cli.dcgm_enforce, nvml, metrics, state, log)
@@ -134,6 +161,7 @@ class PowerAgentWorkload(Workload):
             self.agent = build_agent(
                 self.cli, devices, generation, self._pod_lister(ctx), ctx.host.cgroup, log, self.faults,
                 visible=ctx.gpus or None, privileged=is_privileged(ctx.container), state_path=state_path,
+                store=ctx.store, namespace=ctx.namespace,
             )
         except DcgmError as exc:  # no fallback to NVML: the container dies and is restarted
             log("ERROR", f"DCGM actuator init failed: {exc}")

@@ -6,10 +6,32 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from stepgraph.twin import pytest_plugin
 
-from stepgraph.twin.pytest_plugin import k8s, pytest_configure, twin  # noqa: F401 - fixtures
+# The plugin's fixtures and marker, without registering it as a global pytest plugin.
+twin = pytest_plugin.twin
+k8s = pytest_plugin.k8s
+pytest_configure = pytest_plugin.pytest_configure
 
-EXTERNAL = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "external"
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def external_dir() -> Path | None:
+    """`shared/reference/external` beside the repo root (or beside an ancestor, for worktrees)."""
+    for base in (REPO_ROOT, *REPO_ROOT.parents):
+        candidate = base.parent / "shared" / "reference" / "external"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+@pytest.fixture
+def live_manifests() -> Path:
+    """The live test's manifests folder; the test is skipped when the reference copy is absent."""
+    found = external_dir()
+    if found is None or not (found / "multi-dgd-live-test").is_dir():
+        pytest.skip("../shared/reference/external/multi-dgd-live-test not found beside the repo root")
+    return found / "multi-dgd-live-test"
 
 
 @pytest.fixture

@@ -127,3 +127,11 @@ def test_list_pages_with_limit_and_continue(core):
         names += [i.metadata.name for i in page.items]
         token = page.metadata._continue
     assert names == [f"p{i}" for i in range(5)]
+
+
+def test_a_failing_in_process_subscriber_does_not_fail_the_write(twin, core):
+    seen = []
+    twin.store.subscribe("configmaps", lambda etype, obj: 1 / 0)
+    twin.store.subscribe("configmaps", lambda etype, obj: seen.append((etype, obj["metadata"]["name"])))
+    created = core.create_namespaced_config_map("default", {"metadata": {"name": "ok"}})
+    assert created.metadata.name == "ok" and seen == [("ADDED", "ok")]

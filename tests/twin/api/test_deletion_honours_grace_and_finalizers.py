@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
+import typing
 
 import pytest
 from kubernetes.client.rest import ApiException
-
 from stepgraph.twin.workloads import Workload
 
 
@@ -34,7 +34,7 @@ def test_finalizers_hold_an_object_until_they_are_removed(core):
 class SlowToStop(Workload):
     """Takes `needs` seconds to exit after SIGTERM; records what it was told."""
 
-    calls: list[tuple[str, bool]] = []
+    calls: typing.ClassVar[list[tuple[str, bool]]] = []
 
     def __init__(self, needs: float) -> None:
         self.needs = needs

@@ -7,7 +7,6 @@ import json
 import pytest
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
-
 from stepgraph.twin.workloads import ExecResult, Workload
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
+import threading
 
+import pytest
 from stepgraph.twin import NodeConfig
 from stepgraph.twin.workloads import Workload
 
@@ -61,3 +62,24 @@ def test_workload_log_lines_are_served_by_the_log_subresource(twin, core, make_p
     assert core.read_namespaced_pod_log("talk", "default") == "hello\nlater\n"
     assert core.read_namespaced_pod_log("talk", "default", tail_lines=1) == "later\n"
     assert core.read_namespaced_pod_log("talk", "default", since_seconds=6) == "later\n"
+
+
+def test_follow_streams_new_lines_until_the_container_ends(twin, core, make_pod):
+    class Ticker(Workload):
+        def start(self, ctx):
+            for i in range(3):
+                ctx.clock.call_later(i + 1, lambda i=i: ctx.log(f"tick {i}"))
+            ctx.clock.call_later(4, lambda: ctx.exit(0))
+    twin.workloads.register("ticker", lambda pod, c: c["image"].startswith("ticker"), lambda pod, c: Ticker())
+    body = make_pod("tick")
+    body["spec"]["containers"][0]["image"] = "ticker:1"
+    core.create_namespaced_pod("default", body)
+    twin.clock.sleep(2.5)  # running, with one line logged so far
+    resp = core.read_namespaced_pod_log("tick", "default", follow=True, _preload_content=False)
+    stepper = threading.Timer(0.1, lambda: twin.clock.sleep(5))  # time moves while the client reads
+    stepper.start()
+    try:
+        lines = [line.decode().strip() for line in resp.stream() for line in line.splitlines() if line]
+    finally:
+        stepper.join()
+    assert lines == ["tick 0", "tick 1", "tick 2"]

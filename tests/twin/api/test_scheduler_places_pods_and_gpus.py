@@ -4,7 +4,6 @@ seeded assignment (Finding #8), `NVIDIA_VISIBLE_DEVICES=all`, CDI rejection (Fin
 from __future__ import annotations
 
 import pytest
-
 from stepgraph.twin import NodeConfig, Twin
 
 

@@ -92,3 +92,13 @@ def test_real_time_clock_runs_timers_on_its_own_thread():
         assert done.wait(timeout=5)
     finally:
         clock.close()
+
+
+def test_both_clocks_satisfy_the_dsl_clock_protocol():
+    from stepgraph.dsl.clock import Clock
+
+    real = RealTimeClock()
+    try:
+        assert isinstance(VirtualClock(), Clock) and isinstance(real, Clock)
+    finally:
+        real.close()

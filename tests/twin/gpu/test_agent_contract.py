@@ -246,3 +246,32 @@ def test_nvml_write_failure_counts_and_keeps_the_gpu_unmanaged():
     assert bad_counter_sums(agent)["apply_failures_total"] == 8
     assert agent.state.indices == set()
     assert Counter(rig.caps().values()) == Counter({1000: 8})
+
+
+@pytest.mark.parametrize(
+    ("generation", "raws", "cap", "counters"),
+    [
+        ("PA-optin", ["abc"], 350, {"apply_failures_total": 1, "safe_default_applied_total": 1}),
+        ("PA-optin", ["480", "480"], 480, {"multi_pod_gpu_total": 1}),
+        ("PA-optin", ["480", "oops"], 480, {"multi_pod_gpu_total": 1}),
+        ("PA-optin", ["480", "450"], 350, {"multi_pod_gpu_total": 1, "safe_default_applied_total": 1}),
+        ("PA-9790", ["480", "480"], 480, {"multi_pod_gpu_total": 1}),
+        ("PA-9790", ["480", "oops"], 350, {"multi_pod_gpu_total": 1, "safe_default_applied_total": 1}),
+    ],
+)
+def test_policy_per_generation_on_one_gpu(rig, generation, raws, cap, counters):
+    for n, raw in enumerate(raws):
+        rig.add_pod(f"p{n}", [1], raw)
+    agent = rig.agent(generation, safe=350)
+    agent.reconcile_once()
+    assert rig.caps()[1] == cap
+    sums = bad_counter_sums(agent)
+    assert {k: v for k, v in sums.items() if v} == counters
+
+
+def test_c4_every_tick_writes_every_busy_gpu_once(rig):
+    rig.topology()
+    agent = rig.agent()
+    for _ in range(5):
+        agent.reconcile_once()
+    assert sum(g.writes for g in rig.board.gpus) == 5 * 8

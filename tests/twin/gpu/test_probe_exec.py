@@ -102,3 +102,14 @@ def test_concurrent_probes_never_mix_output_or_touch_sys_stdout():
         t.join()
     assert sys.stdout is before
     assert all(out == f"{n}\n".encode() * 200 for n, out in results.items())
+
+
+def test_interpreter_flags_before_c_are_accepted(rig):
+    result = run_probe(["python3", "-u", "-B", "-c", "from pynvml import *\nnvmlInit()\nprint(nvmlDeviceGetCount())"],
+                       None, probe_for(rig))
+    assert (result.stdout, result.exit_code) == (b"8\n", 0)
+
+
+def test_json_probe_output_round_trips(rig):
+    script = "import json, pynvml\npynvml.nvmlInit()\nprint(json.dumps({'n': pynvml.nvmlDeviceGetCount()}))"
+    assert run_probe(["python", "-c", script], None, probe_for(rig)).stdout == b'{"n": 8}\n'

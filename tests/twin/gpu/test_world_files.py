@@ -66,3 +66,14 @@ def test_nine_gpu_claims_on_eight_gpus_is_a_valid_world():
 
 def test_dcgm_actuator_without_a_hostengine_is_inconsistent():
     assert "needs `hostengine: {install: true}`" in errors_of("agent: {actuator: dcgm}\n")
+
+
+def test_cli_exits_2_with_the_error_line(tmp_path, capsys):
+    from stepgraph.twin.world import main
+
+    bad = tmp_path / "w.yaml"
+    bad.write_text("timing:\n  agent_tick_seconds: -1\n")
+    assert main([str(bad)]) == 2
+    assert capsys.readouterr().err.startswith(f"{bad}:2:3: `timing.agent_tick_seconds`")
+    assert main([str(PROFILES_DIR / "path-a.yaml")]) == 0
+    assert main([str(tmp_path / "missing.yaml")]) == 2

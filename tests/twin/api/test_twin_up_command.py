@@ -1,0 +1,48 @@
+"""`stepgraph twin up` (the `stepgraph.commands` entry point): prints a kubeconfig the official
+client can use, stops cleanly on SIGTERM, and rejects bad usage with exit 2."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+from kubernetes import client, config
+from stepgraph.twin import cli
+
+
+def test_entry_point_is_registered():
+    assert any(ep.value == "stepgraph.twin.cli:main" for ep in entry_points(group="stepgraph.commands", name="twin"))
+
+
+def test_twin_up_serves_until_sigterm(tmp_path):
+    kubeconfig = tmp_path / "kc.yaml"
+    proc = subprocess.Popen([sys.executable, "-m", "stepgraph.twin.cli", "up", "--seed", "4",
+                             "--kubeconfig", str(kubeconfig), "--startup-delay", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline().strip()
+        assert line == str(kubeconfig)
+        api = client.CoreV1Api(config.new_client_from_config(config_file=line))
+        assert api.list_node().items[0].status.capacity["nvidia.com/gpu"] == "8"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert not kubeconfig.exists()  # nothing left behind
+
+
+def test_bad_usage_exits_2_with_one_line(capsys):
+    assert _exit_code(["up", "--port", "70000"]) == 2
+    assert _exit_code(["up", "--clock", "sundial"]) == 2
+    assert _exit_code(["sideways"]) == 2
+    err = capsys.readouterr().err
+    assert all(line.startswith("stepgraph twin:") for line in err.strip().splitlines())
+
+
+def _exit_code(argv):
+    try:
+        return cli.main(argv)
+    except SystemExit as exc:
+        return exc.code

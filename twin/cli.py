@@ -1,0 +1,89 @@
+"""`stepgraph twin up` → a twin cluster on loopback until interrupted; prints the kubeconfig path.
+
+    stepgraph twin up [--seed N] [--port P] [--kubeconfig PATH] [--world FILE] [--clock real|virtual]
+
+Runs on the real clock by default (pods start after their start-up delay in wall time), so
+`kubectl --kubeconfig <path> get pods` and the Python client behave as against a cluster.
+Usage errors: one line on stderr, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from . import Twin
+from .apiserver.kubeconfig import write_kubeconfig
+from .node import NodeConfig
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
+        self.exit(2, f"stepgraph twin: {message} — see `stepgraph twin up --help`\n")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="stepgraph twin", description="Run the embedded twin cluster.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    up = sub.add_parser("up", help="start a twin API server and GPU node on 127.0.0.1")
+    up.add_argument("--seed", type=int, default=0, help="drives every random choice (default 0)")
+    up.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    up.add_argument("--kubeconfig", type=Path, help="where to write the kubeconfig (default: a temp dir)")
+    up.add_argument("--world", type=Path, help="a world file for the GPU side (agent, DGDs, faults)")
+    up.add_argument("--clock", choices=("real", "virtual"), default="real")
+    up.add_argument("--startup-delay", type=float, default=2.0, help="seconds from scheduling to Running")
+    up.add_argument("--no-cdi", action="store_true", help="accept concrete NVIDIA_VISIBLE_DEVICES (not CDI mode)")
+    return p
+
+
+def build(args: argparse.Namespace) -> Twin:
+    if args.world is not None:
+        from .world import WorldError, load_world  # the GPU side, only when asked for
+        from .world_install import build_twin
+        try:
+            world = load_world(args.world)
+        except (WorldError, OSError) as exc:
+            raise SystemExit(_fail(str(exc))) from None
+        return build_twin(world, clock=args.clock, port=args.port)
+    node = NodeConfig(startup_delay=args.startup_delay, cdi_mode=not args.no_cdi)
+    return Twin(seed=args.seed, clock=args.clock, node=node, port=args.port)
+
+
+def _fail(message: str) -> int:
+    print(f"stepgraph twin: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.port and not 0 < args.port < 65536:
+        return _fail(f"--port {args.port} is not a TCP port — use 1..65535 or 0 for a free one")
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):  # before the path is printed: callers may signal at once
+        signal.signal(sig, lambda *_: done.set())
+    try:
+        twin = build(args)
+        twin.start()
+    except OSError as exc:
+        return _fail(f"cannot start the API server: {exc} — try another --port")
+    except RuntimeError as exc:
+        return _fail(f"{exc} — try another --port")
+    try:
+        path = twin.kubeconfig_path
+        if args.kubeconfig is not None:
+            path = write_kubeconfig(args.kubeconfig, twin.base_url)
+        print(path, flush=True)
+        print(f"twin API server at {twin.base_url} (seed {twin.seed}); Ctrl-C to stop", file=sys.stderr, flush=True)
+        done.wait()
+    finally:
+        twin.stop()
+        if args.kubeconfig is not None:
+            args.kubeconfig.unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
