@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
@@ -146,7 +147,7 @@ class TwinTarget:
         for resource in CHECKED_RESOURCES:
             try:
                 items = self.twin.store.list(resource, self.world.namespace)
-            except Exception:  # noqa: BLE001 — a resource type the world did not install (no DGD CRD)
+            except Exception:
                 items = []
             found[resource] = {obj["metadata"]["name"] for obj in items}
         return found
