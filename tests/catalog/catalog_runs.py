@@ -1,24 +1,19 @@
-"""Run the scenario catalog (or part of it) on the twin in a fresh pytest process → outcomes by id.
+"""Run the scenario catalog (or part of it) on the twin with pytest → outcomes by scenario id.
 
-Each run starts its own twin from a world, so fault switches and worlds never leak between runs;
-`run_many` runs several at once (they are independent processes on loopback).
+Each run starts its own twin from a world, so fault switches and worlds never leak between runs.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import os
-import subprocess
-import sys
-import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+from outcome_recorder import OutcomeRecorder
+
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "scenarios" / "multi_dgd"
-HERE = Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True)
@@ -31,19 +26,20 @@ class CatalogRun:
         return {i for i, r in self.outcomes.items() if r["outcome"] == outcome}
 
 
-def run_catalog(*args: str, files: tuple[str, ...] = (), env: dict[str, str] | None = None) -> CatalogRun:
-    """`pytest <files or the whole catalog> <args>` from the repo root, on the twin by default."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "outcomes.json"
-        environ = {**os.environ, **(env or {}), "CATALOG_OUTCOMES": str(out),
-                   "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
-        paths = [str(CATALOG / f) for f in files] or [str(CATALOG)]
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", *paths, "-p", "outcome_recorder", "-p", "no:cacheprovider", "-q", *args],
-            cwd=ROOT, env=environ, capture_output=True, text=True, timeout=300,
-        )
-        outcomes = json.loads(out.read_text()) if out.exists() else {}
-    return CatalogRun(proc.returncode, outcomes, proc.stdout + proc.stderr)
+def run_catalog(*args: str, files: tuple[str, ...] = ()) -> CatalogRun:
+    """`pytest <files or the whole catalog> <args>` in this process, on the twin by default.
+
+    In-process keeps a run to its own work (no interpreter start, no re-import); every run still
+    starts its own twin from its world, so switches and state never leak between runs.
+    """
+    recorder = OutcomeRecorder()
+    paths = [str(CATALOG / f) for f in files] or [str(CATALOG)]
+    code = pytest.main(
+        [*paths, "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "-p", "no:cacheprovider", "-p", "no:terminal", *args],
+        plugins=[recorder],
+    )
+    text = "\n".join(r["text"] for r in recorder.results.values() if r["text"]) + "".join(recorder.exits)
+    return CatalogRun(int(code), dict(recorder.results), text)
 
 
 WORLD_ARGS = {
@@ -57,12 +53,9 @@ WORLD_ARGS = {
 @functools.cache
 def world_runs() -> dict[str, CatalogRun]:
     """The whole catalog once per §1.1 combination, shared by every test module of this process."""
-    return run_many({name: {"args": args} for name, args in WORLD_ARGS.items()}, workers=2)
+    return run_many({name: {"args": args} for name, args in WORLD_ARGS.items()})
 
 
-def run_many(jobs: dict[str, dict], workers: int = 3) -> dict[str, CatalogRun]:
-    """Several `run_catalog(**kwargs)` at once, keyed like `jobs`."""
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {key: pool.submit(run_catalog, *job.get("args", ()), files=job.get("files", ()), env=job.get("env"))
-                   for key, job in jobs.items()}
-        return {key: future.result() for key, future in futures.items()}
+def run_many(jobs: dict[str, dict]) -> dict[str, CatalogRun]:
+    """Several `run_catalog(**job)`, one after the other, keyed like `jobs`."""
+    return {key: run_catalog(*job.get("args", ()), files=job.get("files", ())) for key, job in jobs.items()}

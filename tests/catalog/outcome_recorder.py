@@ -1,34 +1,31 @@
-"""A pytest plugin for catalog runs in a subprocess: scenario id → outcome and failure text, as JSON.
-
-Loaded with `-p outcome_recorder` (its folder on PYTHONPATH); writes to $CATALOG_OUTCOMES.
-"""
+"""A pytest plugin object for catalog runs: scenario id → outcome and failure text."""
 
 from __future__ import annotations
-
-import json
-import os
 
 import pytest
 
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-_results: dict[str, dict[str, str]] = {}
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    ids = [k.removeprefix("id:") for k in report.keywords if k.startswith("id:")]
-    key = ids[0] if ids else report.nodeid
-    if report.when == "call" or report.outcome != "passed":
+class OutcomeRecorder:
+    """Collects, per `@id:` tag, the worst outcome of setup/call/teardown and every failure text."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, dict[str, str]] = {}
+        self.exits: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        ids = [k.removeprefix("id:") for k in report.keywords if k.startswith("id:")]
+        key = ids[0] if ids else report.nodeid
+        if report.when != "call" and report.outcome == "passed":
+            self.results.setdefault(key, {"outcome": "passed", "text": ""})
+            return
         outcome = "error" if report.failed and report.when != "call" else report.outcome
         text = str(report.longrepr) if report.longrepr else ""
-        previous = _results.get(key)
+        previous = self.results.get(key)
         if previous is None or _RANK[outcome] >= _RANK[previous["outcome"]]:
-            _results[key] = {"outcome": outcome, "text": text if previous is None else previous["text"] + "\n" + text}
-    elif key not in _results:
-        _results[key] = {"outcome": "passed", "text": ""}
+            joined = "\n".join(filter(None, [previous["text"] if previous else "", text]))
+            self.results[key] = {"outcome": outcome, "text": joined}
 
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    path = os.environ.get("CATALOG_OUTCOMES")
-    if path:
-        with open(path, "w", encoding="utf-8") as out:
-            json.dump(_results, out)
+    def pytest_internalerror(self, excrepr: object) -> None:
+        self.exits.append(str(excrepr))
