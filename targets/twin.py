@@ -4,7 +4,8 @@ virtual clock, whose teardown verifies that the run left nothing behind.
 Options (`--target-option KEY=VALUE`, or the environment): `world` — a profile name from
 examples/profiles (`path-b`, `path-b-dcgm`, `path-a`, `path-a-dcgm`…) or a world file path
 (`STEPGRAPH_WORLD`; default `path-b`); `seed` — overrides the world's seed; `actuator` — `nvml` or
-`dcgm` (the latter also installs the hostengine); `faults` — switches to flip at start, as a YAML
+`dcgm` (the latter also installs the hostengine); `variant` — `target` or `kaim` (namespace and
+node label, contract §0); `faults` — switches to flip at start, as a YAML
 flow mapping (`{agent_ignores_conflicts: true}`); `world_dgds` — `own`
 (default: the catalog creates the DGDs from our manifests, so the run owns and removes them) or
 `keep` (the world's DGDs are pre-deployed, as on a prepared live node).
@@ -81,6 +82,11 @@ def resolve_world(options: Mapping[str, str], env: Mapping[str, str]) -> World:
             raise TargetConfigError(f"twin: actuator={actuator!r} — use nvml or dcgm")
         data["agent"]["actuator"] = actuator
         data["hostengine"]["install"] = data["hostengine"]["install"] or actuator == "dcgm"
+    variant = options.get("variant")
+    if variant is not None:
+        if variant not in ("target", "kaim"):
+            raise TargetConfigError(f"twin: variant={variant!r} — use target or kaim")
+        data["variant"] = variant
     dgds = options.get("world_dgds", "own")
     if dgds not in ("own", "keep"):
         raise TargetConfigError(f"twin: world_dgds={dgds!r} — use own or keep")

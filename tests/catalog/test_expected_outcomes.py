@@ -39,3 +39,17 @@ def test_skips_name_the_missing_capability(runs: dict[str, CatalogRun]) -> None:
     run = runs["path-b-nvml"]
     assert "lacks dcgm" in run.outcomes["B8"]["text"]
     assert "lacks path-a" in run.outcomes["A4"]["text"]
+
+
+def test_the_kaim_variant_runs_the_same_catalog_from_its_own_manifests() -> None:
+    from catalog_runs import run_catalog
+
+    from stepgraph.targets.twin import TwinTarget
+
+    target = TwinTarget(env={})
+    target.configure({"variant": "kaim"})
+    assert target.world.namespace == "kaim-dynamo-system" and "variant-kaim" in target.capabilities
+    run = run_catalog("--target-option", "world=path-b", "--target-option", "variant=kaim",
+                      files=("nvml_caps.feature", "conflict.feature"))
+    assert run.returncode == 0, run.output[-3000:]
+    assert run.ids("passed") == {"NVML-CAPS", "B5"}
