@@ -19,6 +19,7 @@ PATH_B_MANIFESTS = ("50-stub-workers.yaml",)
 PATH_A_MANIFESTS = ("30-vllm-dgd-a.yaml", "31-vllm-dgd-b.yaml", "32-vllm-dgd-c.yaml")
 WORKERS = 5
 PLANNERS = 3
+TEST_POD_SELECTOR = "purpose=power-aware-multi-dgd-test"
 STARTUP_DEADLINE_S = 300.0  # the seed's README waits 5 min for the stubs to be Ready
 
 
@@ -32,9 +33,12 @@ def path_of(ctx: StepContext) -> str:
 
 
 def _running(ctx: StepContext, selector: str, count: int, what: str, on_node: bool = True) -> None:
+    c = cluster(ctx)
+
     def ready() -> None:
-        pods = cluster(ctx).pods(selector, on_node=on_node)
-        running = [p for p in pods if p.status and p.status.phase == "Running"]
+        # List without the node filter so unscheduled (Pending) pods show in the failure too.
+        pods = c.pods(selector, on_node=False)
+        running = [p for p in pods if p.status and p.status.phase == "Running" and (not on_node or p.spec.node_name == c.node)]
         if len(running) != count or len(pods) != count:
             raise CheckFailed(
                 f"{what} running",
@@ -51,18 +55,20 @@ def _take_down(ctx: StepContext, params: NoParams, refs: list[ObjectRef]) -> Non
     delete_objects(ctx, refs, only_created=True)
     c = cluster(ctx)
 
-    def workers_gone() -> None:
-        left = [p.metadata.name for p in c.pods(WORKER_SELECTOR, on_node=False)]
+    def test_pods_gone() -> None:
+        left = [p.metadata.name for p in c.pods(TEST_POD_SELECTOR, on_node=False)]
         if left:
-            raise CheckFailed("worker pods gone", expected="none", observed=left)
+            raise CheckFailed("the topology's pods are gone", expected="none", observed=left)
 
-    ctx.eventually(workers_gone, 120.0, interval=5.0, description="worker pods deleted")
+    # Restore only once no workload holds a GPU: a running pod's next agent tick would re-cap it.
+    ctx.eventually(test_pods_gone, 120.0, interval=5.0, description="topology pods deleted")
     restore_defaults(c)
 
 
 @given(
     "topology.running",
-    "the multi-DGD topology is running on the test node", key="topology",
+    "the multi-DGD topology is running on the test node",
+    key="topology",
     needs=("k8s", "k8s-write", "agent"),
     effects=("creates-objects",),
     compensation=_take_down,
@@ -78,7 +84,10 @@ def running(ctx: StepContext, params: NoParams) -> list[ObjectRef]:
         _running(ctx, WORKER_SELECTOR, WORKERS, "worker pods")
         if path_of(ctx) == "a":
             _running(ctx, PLANNER_SELECTOR, PLANNERS, "planner pods", on_node=False)
-    except BaseException:
-        _take_down(ctx, params, refs)  # the compensation is pushed only once the step returns
+    except BaseException as failure:
+        try:  # the compensation is pushed only once the step returns, so clean up here
+            _take_down(ctx, params, refs)
+        except Exception as cleanup:
+            failure.add_note(f"cleaning up after the failed bring-up also failed: {cleanup}")
         raise
     return refs

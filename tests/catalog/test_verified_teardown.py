@@ -38,3 +38,15 @@ def test_target_stop_lists_objects_left_behind_and_gpus_off_default() -> None:
     assert "configmaps forgotten was created by the run and is still there" in str(failure.value)
     assert "GPU 3 is at 300 W, not its default 400 W" in str(failure.value)
     assert target.twin is None  # the twin is stopped even when the check fails
+
+
+def test_a_topology_that_cannot_come_up_fails_and_still_cleans_up(tmp_path) -> None:
+    # Four GPUs for 1+1+2+2+2 claims: some stubs stay Pending, so bring-up times out.
+    world = tmp_path / "four-gpus.yaml"
+    world.write_text("name: four-gpus\nnodes:\n  - {name: twin-gpu-node, gpus: 4, sku: A100-SXM4-80GB}\n")
+    run = run_catalog("--target-option", f"world={world}", files=("nvml_caps.feature",))
+    assert run.returncode == 1, run.output[-3000:]
+    result = run.outcomes["NVML-CAPS"]
+    assert result["outcome"] == "failed"
+    assert "expected: 5 running" in result["text"] and "Pending" in result["text"]
+    assert "did not clean up" not in run.output and "cleaning up after the failed bring-up" not in run.output
