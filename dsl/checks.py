@@ -1,15 +1,16 @@
 """Static checks over Feature IR → diagnostics: data flow (4), capabilities (5), effects (6),
-timing (8), design ids (9), and duplicate scenario names/ids. Checks 1–3 happen while loading.
+timing (8), design ids (9), duplicate scenario names/ids, and — across files, in run order —
+ordering hazards (7). Checks 1–3 happen while loading.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
-from .diagnostics import Diagnostic
-from .ir import Feature, StepCall
-from .registry import Registry
+from .diagnostics import Diagnostic, Location
+from .ir import Feature, Scenario, StepCall
+from .registry import INCREMENTS, Registry
 from .target import DEFAULT_TICK_SECONDS
 
 #: Capabilities every target vocabulary shares; step declarations add their own `needs`.
@@ -103,6 +104,31 @@ def _capabilities(feature: Feature, registry: Registry) -> list[Diagnostic]:
                 close = difflib.get_close_matches(need, sorted(known), n=1)
                 hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(sorted(known))}"
                 diags.append(Diagnostic(location, f"unknown capability {need!r}", hint, "capabilities"))
+    return diags
+
+
+def order_hazards(scenarios: Iterable[tuple[Feature, Scenario]]) -> list[Diagnostic]:
+    """Static check 7, over scenarios in run order: an absolute check on shared state that an
+    earlier scenario increments (B4 after B5 on the agent's counters) passes or fails by order."""
+    diags: list[Diagnostic] = []
+    incremented: dict[str, Location] = {}  # resource → the first step that increments it
+    for feature, scenario in scenarios:
+        calls = feature.background + scenario.steps
+        for call in calls:
+            for resource in sorted(call.decl.absolute & set(incremented)):
+                diags.append(
+                    Diagnostic(
+                        call.location,
+                        f"{call.step_id} asserts the absolute value of {resource}, which an earlier scenario increments "
+                        f"({incremented[resource]})",
+                        "compare against a baseline taken in this scenario, or run it first",
+                        "ordering",
+                    )
+                )
+        for call in calls:
+            for effect in call.decl.effects:
+                if effect.startswith(INCREMENTS):
+                    incremented.setdefault(effect.removeprefix(INCREMENTS), call.location)
     return diags
 
 

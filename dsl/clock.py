@@ -1,4 +1,4 @@
-"""The Clock protocol and the real clock.
+"""The Clock protocol, the real clock, and a manual (virtual) one.
 
 Everything in stepgraph that waits goes through a Clock, so the same step code runs on a live
 cluster (real time) and on the twin (virtual time: waiting advances time and fires the twin's

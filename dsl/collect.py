@@ -8,10 +8,12 @@ marker. Scenarios are bound through pytest-bdd's public `scenario()` decorator.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tempfile
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gherkin.parser import Parser
@@ -21,6 +23,7 @@ from .bdd_steps import register_steps
 from .compiler import YAML_SUFFIXES, compile_file
 from .diagnostics import Location
 from .ir import Feature, Scenario
+from .load_gherkin import substitute
 from .registry import REGISTRY, Registry, StepDeclarationError
 from .render import RenderError, to_gherkin
 from .runinfo import RUN_INFO, ScenarioInfo
@@ -90,26 +93,33 @@ class ScenarioModule(pytest.Module):
             feature_file = self._render_yaml(feature, compiled.display) if is_yaml else self.path
         except RenderError as exc:
             raise self.CollectError(f"{compiled.display}: {exc} — make it one line") from None
-        line_maps = _line_maps(feature_file, feature, compiled.display)
+        doc = Parser().parse(feature_file.read_text(encoding="utf-8"))  # the text pytest-bdd will run
+        line_maps = _line_maps(doc, feature)
         module = types.ModuleType(self.path.stem)
         module.__file__ = str(self.path)
         register_steps(config, registry)
-        for tag in {t for s in feature.scenarios for t in _scenario_tags(feature, s, compiled.display, self.path)}:
+        for tag in _file_tags(doc):
             register_tag_marker(config, tag)
         self._scenario_by_test: dict[str, ScenarioInfo] = {}
-        for scenario in feature.scenarios:
-            wrapper = bdd_scenario(str(feature_file), scenario.name, features_base_dir=str(feature_file.parent))(_noop)
-            name = _test_name(scenario, set(self._scenario_by_test))
+        by_name_in_file: dict[str, ScenarioInfo] = {}
+        for name_in_file, scenario in _runnable(feature):
+            wrapper = bdd_scenario(str(feature_file), name_in_file, features_base_dir=str(feature_file.parent))(_noop)
+            wrapper.place_as = _located_at(self.path, scenario.location.line)  # type: ignore[attr-defined]
+            name = _test_name(name_in_file, set(self._scenario_by_test))
             module.__dict__[name] = wrapper
             scenario_info = ScenarioInfo(
                 feature=feature,
                 scenario=scenario,
                 source=compiled.display,
                 feature_file=str(feature_file),
-                line_map=line_maps.get(scenario.name, {}),
+                line_map=line_maps.get(name_in_file, {}),
             )
-            info.scenarios[(str(feature_file), scenario.name)] = scenario_info
-            self._scenario_by_test[name] = scenario_info
+            info.scenarios[(str(feature_file), name_in_file)] = scenario_info
+            self._scenario_by_test[name] = by_name_in_file[name_in_file] = scenario_info
+        for row in (s for s in feature.scenarios if s.outline is not None):
+            # pytest-bdd names each outline row by rendering <placeholders> in the outline's name
+            rendered = substitute(row.outline or "", dict(row.example))
+            info.scenarios[(str(feature_file), rendered)] = dataclasses.replace(by_name_in_file[row.outline or ""], scenario=row)
         return module
 
     def _render_yaml(self, feature: Feature, display: str) -> Path:
@@ -133,19 +143,39 @@ class ScenarioModule(pytest.Module):
 ITEM_SCENARIO = pytest.StashKey[ScenarioInfo]()
 
 
+def _located_at(path: Path, line: int) -> types.FunctionType:
+    """A function whose code "is" at `path:line`. pytest reports a test's location from its
+    function's code, or from its `place_as`; this makes reports (and -v) point at the scenario the
+    user wrote instead of pytest-bdd's wrapper."""
+    namespace: dict[str, Any] = {}
+    exec(compile("\n" * max(line - 1, 0) + "def scenario(): pass\n", str(path), "exec"), namespace)
+    return namespace["scenario"]
+
+
 def _noop() -> None:
     """A stepgraph scenario; its steps are in the scenario file."""
 
 
-def _scenario_tags(feature: Feature, scenario: Scenario, display: str, path: Path) -> list[str]:
-    tags = feature.tags.as_gherkin() + scenario.tags.as_gherkin()
-    if path.suffix in YAML_SUFFIXES:
-        tags.append(f"source:{display}:{scenario.location.line}")
-    return tags
+def _file_tags(doc: dict[str, Any]) -> set[str]:
+    """Every tag pytest-bdd will turn into a mark: on the feature, its scenarios and their examples."""
+    feature = doc["feature"]
+    nodes = [feature] + [c["scenario"] for c in feature["children"] if "scenario" in c]
+    nodes += [e for n in nodes[1:] for e in n.get("examples", [])]
+    return {t["name"].removeprefix("@") for n in nodes for t in n.get("tags", [])}
 
 
-def _test_name(scenario: Scenario, taken: set[str]) -> str:
-    base = "test_" + (re.sub(r"\W+", "_", scenario.name).strip("_").lower() or "scenario")
+def _runnable(feature: Feature) -> list[tuple[str, Scenario]]:
+    """(name in the feature file, IR scenario) for each scenario pytest-bdd runs: an outline runs
+    once (pytest-bdd parametrizes its rows) and stands for its first row, whose steps and needs
+    every row shares."""
+    runnable: dict[str, Scenario] = {}
+    for scenario in feature.scenarios:
+        runnable.setdefault(scenario.outline or scenario.name, scenario)
+    return list(runnable.items())
+
+
+def _test_name(scenario_name: str, taken: set[str]) -> str:
+    base = "test_" + (re.sub(r"\W+", "_", scenario_name).strip("_").lower() or "scenario")
     name, n = base, 1
     while name in taken:
         n += 1
@@ -154,15 +184,14 @@ def _test_name(scenario: Scenario, taken: set[str]) -> str:
     return name
 
 
-def _line_maps(feature_file: Path, feature: Feature, display: str) -> dict[str, dict[int, Location]]:
-    """Per scenario: line of each step in the file pytest-bdd runs → where the user wrote it."""
-    doc = Parser().parse(feature_file.read_text(encoding="utf-8"))
+def _line_maps(doc: dict[str, Any], feature: Feature) -> dict[str, dict[int, Location]]:
+    """Per scenario name in the file pytest-bdd runs: line of each step → where the user wrote it."""
     children = doc["feature"]["children"]
     background_lines = [s["location"]["line"] for c in children if "background" in c for s in c["background"]["steps"]]
-    scenario_nodes = [c["scenario"] for c in children if "scenario" in c]
+    nodes = {c["scenario"]["name"]: c["scenario"] for c in children if "scenario" in c}
     maps: dict[str, dict[int, Location]] = {}
-    for node, scenario in zip(scenario_nodes, feature.scenarios, strict=True):
-        lines = background_lines + [s["location"]["line"] for s in node["steps"]]
+    for name, scenario in _runnable(feature):
+        lines = background_lines + [s["location"]["line"] for s in nodes[name]["steps"]]
         calls = feature.background + scenario.steps
-        maps[scenario.name] = {line: call.location for line, call in zip(lines, calls, strict=True)}
+        maps[name] = {line: call.location for line, call in zip(lines, calls, strict=True)}
     return maps

@@ -7,7 +7,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .checks import check_feature
+from .checks import check_feature, order_hazards
 from .diagnostics import Diagnostic, Location
 from .ir import Feature
 from .load_gherkin import load_gherkin
@@ -82,7 +82,8 @@ def scenario_files(paths: Iterable[Path]) -> tuple[list[Path], list[Diagnostic]]
 def compile_paths(
     paths: Iterable[Path], registry: Registry, *, design_ids: Collection[str] | None = None, design_source: str = ""
 ) -> tuple[list[CompiledFile], list[Diagnostic]]:
-    """Compile every scenario file; cross-file problems (a scenario id used twice) come back separately."""
+    """Compile every scenario file (in run order: sorted paths); cross-file problems (a scenario id
+    used twice, ordering hazards) come back separately."""
     files, diags = scenario_files(paths)
     compiled = [compile_file(p, registry, design_ids=design_ids, design_source=design_source) for p in files]
     first_seen: dict[str, Location] = {}
@@ -103,4 +104,5 @@ def compile_paths(
                     )
                 )
             first_seen.setdefault(sid, scenario.location)
+    diags += order_hazards((cf.feature, s) for cf in compiled if cf.feature is not None for s in cf.feature.scenarios)
     return compiled, diags

@@ -61,6 +61,9 @@ class Scenario:
     description: str = ""
     steps: tuple[StepCall, ...] = ()
     location: Location = field(default=Location("<memory>"), compare=False)
+    #: For one row of a Gherkin Scenario Outline: the outline's name (the IR holds each row expanded).
+    outline: str | None = field(default=None, compare=False)
+    example: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # that row's (column, value) pairs
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from gherkin.errors import CompositeParserException, ParserError
@@ -29,6 +30,12 @@ def parse_tags(raw: list[str], where: Location) -> tuple[ir.Tags, list[Diagnosti
     if len(ids) > 1:
         diags.append(Diagnostic(where, f"more than one id: {', '.join(ids)}", "give each scenario one @id", "duplicates"))
     return ir.Tags(id=ids[0] if ids else None, design=tuple(design), needs=tuple(needs), other=tuple(other)), diags
+
+
+def substitute(text: str, values: dict[str, str]) -> str:
+    for name, value in values.items():
+        text = text.replace(f"<{name}>", value)
+    return text
 
 
 def description_text(text: str) -> str:
@@ -81,6 +88,8 @@ class _Builder:
         for child in node.get("children", []):
             if "background" in child:
                 background = self.steps(child["background"]["steps"])
+            elif "scenario" in child and child["scenario"].get("examples"):
+                scenarios += self.outline(child["scenario"])
             elif "scenario" in child:
                 scenarios.append(self.scenario(child["scenario"]))
             elif "rule" in child:
@@ -106,15 +115,6 @@ class _Builder:
         return feature, self.diags
 
     def scenario(self, node: dict[str, Any]) -> ir.Scenario:
-        if node.get("examples"):
-            self.diags.append(
-                Diagnostic(
-                    self.loc(node),
-                    "Scenario Outline / Examples are not supported yet",
-                    "write one scenario per example, or use YAML with bindings",
-                    "syntax",
-                )
-            )
         return ir.Scenario(
             name=node["name"],
             tags=self.tags(node),
@@ -122,6 +122,40 @@ class _Builder:
             steps=self.steps(node["steps"]),
             location=self.loc(node),
         )
+
+    def outline(self, node: dict[str, Any]) -> list[ir.Scenario]:
+        """A Scenario Outline → one scenario per example row, `<name>` replaced by the row's value."""
+        rows = []
+        for examples in node["examples"]:
+            header = [cell["value"] for cell in examples.get("tableHeader", {}).get("cells", [])]
+            tags = [t["name"].removeprefix("@") for t in examples.get("tags", [])]
+            rows += [
+                (dict(zip(header, (c["value"] for c in row["cells"]), strict=True)), tags, row) for row in examples.get("tableBody", [])
+            ]
+        if not rows:
+            self.diags.append(
+                Diagnostic(self.loc(node), "the Scenario Outline has no example rows", "add rows under `Examples:`", "syntax")
+            )
+        base_tags = [t["name"].removeprefix("@") for t in node.get("tags", [])]
+        expanded = []
+        for number, (values, example_tags, row) in enumerate(rows, 1):
+            tags, diags = parse_tags(base_tags + example_tags, self.loc(row))
+            self.diags += diags
+            if tags.id is not None:  # each row is a scenario of its own, so it gets an id of its own
+                tags = dataclasses.replace(tags, id=f"{tags.id}.{number}")
+            steps = [{**step, "text": substitute(step["text"], values)} for step in node["steps"]]
+            expanded.append(
+                ir.Scenario(
+                    name=f"{node['name']} [{'-'.join(values.values())}]",
+                    tags=tags,
+                    description=description_text(node.get("description", "")),
+                    steps=self.steps(steps),
+                    location=self.loc(row),
+                    outline=node["name"],
+                    example=tuple(values.items()),
+                )
+            )
+        return expanded
 
     def steps(self, nodes: list[dict[str, Any]]) -> tuple[ir.StepCall, ...]:
         calls = []

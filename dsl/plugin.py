@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from .bdd_steps import STEP_LOCATION
-from .collect import GENERATED_DIR, TAG_KINDS, ScenarioModule
+from .checks import order_hazards
+from .collect import GENERATED_DIR, ITEM_SCENARIO, TAG_KINDS, ScenarioModule
 from .compiler import SCENARIO_SUFFIXES
 from .design_ids import design_ids_from_file
 from .runinfo import RUN_INFO, run_info
@@ -73,8 +74,29 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection: gate and check only what will run, in run order
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     gate_items(config, items)
+    mark_order_hazards(items)
+
+
+def mark_order_hazards(items: list[pytest.Item]) -> None:
+    """Static check 7 over the scenarios about to run: a hazardous scenario fails at setup, before
+    any of its steps, with the diagnostic."""
+    scenarios = [(item, item.stash[ITEM_SCENARIO]) for item in items if ITEM_SCENARIO in item.stash]
+    for diag in order_hazards((info.feature, info.scenario) for _, info in scenarios):
+        for item, info in scenarios:
+            if diag.location in {c.location for c in info.feature.background + info.scenario.steps}:
+                item.stash.setdefault(HAZARDS, []).append(str(diag))
+
+
+HAZARDS = pytest.StashKey[list[str]]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if HAZARDS in item.stash:
+        pytest.fail("\n".join(item.stash[HAZARDS]), pytrace=False)
 
 
 @pytest.hookimpl(tryfirst=True)

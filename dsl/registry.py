@@ -21,6 +21,10 @@ from .units import Duration
 Keyword = Literal["given", "when", "then"]
 KEYWORDS: tuple[Keyword, ...] = ("given", "when", "then")
 
+#: An effect `increments-<resource>` (e.g. increments-agent-counters) makes later absolute checks
+#: on that resource (`absolute={"agent-counters"}`) depend on scenario order (static check 7).
+INCREMENTS = "increments-"
+
 #: Effects that change the system under test and so need a compensation (static check 6).
 MUTATING_EFFECTS = frozenset({"creates-objects", "deletes-objects", "modifies-objects", "writes-gpu-caps"})
 
@@ -59,6 +63,7 @@ class StepDecl:
     compensation: Callable[..., Any] | None = None
     doc: str = ""
     min_within: Duration | None = None  # the shortest `within` that can work (static check 8)
+    absolute: frozenset[str] = frozenset()  # shared state whose absolute value this check asserts (check 7)
 
     @property
     def is_check(self) -> bool:
@@ -170,6 +175,7 @@ def declare(
     compensation: Callable[..., Any] | None = None,
     doc: str | None = None,
     min_within: str | Duration | None = None,
+    absolute: Iterable[str] = (),
 ) -> StepDecl:
     """Build and validate one declaration (see `Registry.step`)."""
     where = f"step {id!r}"
@@ -210,7 +216,15 @@ def declare(
         compensation=compensation,
         doc=(doc if doc is not None else (func.__doc__ or "")).strip(),
         min_within=_min_within(min_within, keyword, where),
+        absolute=_absolute(absolute, keyword, where),
     )
+
+
+def _absolute(value: Iterable[str], keyword: str, where: str) -> frozenset[str]:
+    resources = frozenset(value)
+    if resources and keyword != "then":
+        raise StepDeclarationError(f"{where}: absolute= names what a check asserts, so it applies to then-steps only")
+    return resources
 
 
 def _min_within(value: str | Duration | None, keyword: str, where: str) -> Duration | None:

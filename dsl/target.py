@@ -57,6 +57,7 @@ class Session:
     tick_seconds: float = DEFAULT_TICK_SECONDS
     capabilities: set[str] = field(default_factory=set)
     facts: dict[str, Any] = field(default_factory=dict)
+    poll_interval: float = 1.0  # seconds between attempts of a check under `within`
 
 
 class LocalTarget:

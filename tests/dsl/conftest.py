@@ -44,6 +44,11 @@ class Count(Params):
     count: int
 
 
+class Counter(Params):
+    metric: str
+    count: int
+
+
 class Ref_(Params):
     ref: Ref
 
@@ -94,6 +99,12 @@ def make_registry() -> Registry:
     @reg.then("t.count", "there are {count:int} pods", key="count")
     def count(ctx: StepContext, p: Count) -> None:
         raise CheckFailed("never", expected=p.count, observed=0)
+
+    @reg.when("t.bump", "the agent counters are bumped", key="bump", effects={"increments-agent-counters"})
+    def bump(ctx: StepContext, p: Params) -> None: ...
+
+    @reg.then("t.counter_is", "the counter {metric} is {count:int}", key="counter_is", absolute={"agent-counters"})
+    def counter_is(ctx: StepContext, p: Counter) -> None: ...
 
     return reg
 

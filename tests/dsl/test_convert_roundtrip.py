@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import messages
-from test_loaders import B5_GHERKIN, B5_YAML
+from test_loaders import B5_GHERKIN, B5_YAML, OUTLINE
 
 from stepgraph.dsl import REGISTRY
 from stepgraph.dsl.compiler import CompiledFile, compile_file
@@ -16,7 +16,7 @@ from stepgraph.dsl.render import RenderError, to_gherkin, to_yaml
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("source", "name"), [(B5_GHERKIN, "b5.feature"), (B5_YAML, "b5.yaml")])
+@pytest.mark.parametrize(("source", "name"), [(B5_GHERKIN, "b5.feature"), (B5_YAML, "b5.yaml"), (OUTLINE, "outline.feature")])
 def test_round_trip_through_both_syntaxes(compile_source: Callable[..., CompiledFile], source: str, name: str) -> None:
     original = compile_source(source, name)
     assert original.ok, messages(original)

@@ -95,14 +95,46 @@ def test_gherkin_without_feature_or_scenarios(compile_source: Callable[..., Comp
 
 
 def test_unsupported_gherkin_constructs_are_named(compile_source: Callable[..., CompiledFile]) -> None:
-    text = (
-        "Feature: F\n  Scenario: S\n    Then there are 3 pods\n      | a |\n"
-        "  Scenario Outline: O\n    Then there are <n> pods\n    Examples:\n      | n |\n      | 1 |\n"
-    )
+    text = "Feature: F\n  Scenario: S\n    Then there are 3 pods\n      | a |\n  Rule: R\n    Scenario: T\n      Then there are 3 pods\n"
     assert messages(compile_source(text)) == [
         "s.feature:3:5: data tables and doc strings are not supported — put every parameter in the step's phrase",
-        "s.feature:5:3: Scenario Outline / Examples are not supported yet — write one scenario per example, or use YAML with bindings",
-        "s.feature:6:5: undefined step: 'there are <n> pods' — closest step: t.count — 'there are {count:int} pods'",
+        "s.feature:5:3: `Rule:` blocks are not supported — move the rule's scenarios into their own feature file",
+    ]
+
+
+OUTLINE = """\
+Feature: F
+  @id:O1
+  Scenario Outline: Pods per world
+    Given a baseline of <what> as "b"
+    Then there are <count> pods
+
+    @fast
+    Examples:
+      | what     | count |
+      | counters | 3     |
+      | caps     | 5     |
+"""
+
+
+def test_an_outline_expands_to_one_scenario_per_row(compile_source: Callable[..., CompiledFile]) -> None:
+    compiled = compile_source(OUTLINE)
+    assert compiled.ok, messages(compiled)
+    first, second = compiled.feature.scenarios
+    assert (first.name, second.name) == ("Pods per world [counters-3]", "Pods per world [caps-5]")
+    assert first.outline == second.outline == "Pods per world"
+    assert first.tags.other == ("fast",) and (first.tags.id, second.tags.id) == ("O1.1", "O1.2")
+    assert [c.params.count for c in (first.steps[1], second.steps[1])] == [3, 5]
+    assert first.location.line == 10 and first.steps[1].location.line == 5
+
+
+def test_outline_rows_are_checked_one_by_one(compile_source: Callable[..., CompiledFile]) -> None:
+    compiled = compile_source(OUTLINE.replace("| caps     | 5     |", "| caps     | five  |"))
+    assert messages(compiled) == [
+        "s.feature:5:5: undefined step: 'there are five pods' — closest step: t.count — 'there are {count:int} pods'"
+    ]
+    assert messages(compile_source("Feature: F\n  Scenario Outline: O\n    Then there are <n> pods\n    Examples:\n      | n |\n")) == [
+        "s.feature:2:3: the Scenario Outline has no example rows — add rows under `Examples:`"
     ]
 
 

@@ -78,6 +78,7 @@ def test_a_valid_declaration_registers_with_its_key_and_model() -> None:
         ({"keyword": "then", "params": Cap}, "cannot have effects"),
         ({"key": "expect", "params": Cap}, "YAML key 'expect'"),
         ({"min_within": "1 tick", "params": Cap}, "min_within applies to checks"),
+        ({"absolute": {"agent-counters"}, "params": Cap}, "absolute= names what a check asserts"),
         ({"keyword": "then", "effects": (), "compensation": None, "min_within": "soon", "params": Cap}, "min_within: 'soon' is not"),
     ],
 )

@@ -69,6 +69,25 @@ def gpu(ctx: StepContext, p: Params) -> None:
     log("gpu touched")
 
 
+COUNTER = {"n": 0}
+
+
+@REGISTRY.when("rec.bump", "the shared counter is bumped", key="bump", effects={"increments-shared-counter"})
+def bump(ctx: StepContext, p: Params) -> None:
+    COUNTER["n"] += 1
+
+
+class Count(Params):
+    count: int
+
+
+@REGISTRY.then("rec.counter_is", "the shared counter is {count:int}", key="counter_is", absolute={"shared-counter"})
+def counter_is(ctx: StepContext, p: Count) -> None:
+    log("absolute check ran")
+    if COUNTER["n"] != p.count:
+        raise CheckFailed("counter", expected=p.count, observed=COUNTER["n"])
+
+
 class RecordingTarget(LocalTarget):
     name = "recording"
 
@@ -100,6 +119,11 @@ import os
 
 import reclib  # noqa: F401  (registers the recording steps)
 from stepgraph.dsl.runinfo import run_info
+
+
+def pytest_itemcollected(item):
+    with open(os.environ["REC_LOG"], "a") as f:
+        f.write(f"item {item.location[0]}:{item.location[1] + 1}\\n")
 
 
 def pytest_bdd_after_step(request, feature, scenario, step, step_func, step_func_args):
@@ -147,7 +171,11 @@ def scenario(pytester: pytest.Pytester, name: str, text: str) -> None:
 
 
 def log(pytester: pytest.Pytester) -> list[str]:
-    return (pytester.path / "rec.log").read_text().splitlines()
+    return [line for line in (pytester.path / "rec.log").read_text().splitlines() if not line.startswith("item ")]
+
+
+def item_locations(pytester: pytest.Pytester) -> list[str]:
+    return [line for line in (pytester.path / "rec.log").read_text().splitlines() if line.startswith("item ")]
 
 
 def test_gherkin_reporter_shows_both_syntaxes_step_by_step(project: pytest.Pytester) -> None:
@@ -171,6 +199,8 @@ def test_gherkin_reporter_shows_both_syntaxes_step_by_step(project: pytest.Pytes
         ]
     )
     assert result.ret == 0
+    assert "pytest_bdd" not in result.stdout.str()  # locations point at the scenario files, not pytest-bdd's wrapper
+    assert item_locations(project) == ["item scenarios/sample.feature:6", "item scenarios/sample.yaml:2"]
     facts = 'facts={"driver": "none", "target": "local", "tick_seconds": 15.0}'
     assert log(project) == [
         "target started",
@@ -276,8 +306,8 @@ def test_an_unknown_target_exits_2(project: pytest.Pytester) -> None:
     scenario(project, "sample.yaml", YAML)
     result = project.runpytest_subprocess("--target", "nowhere")
     assert result.ret == 2
-    # installed targets (twin, live) join the built-in local one in the list
-    result.stdout.re_match_lines([r".*stepgraph: unknown target 'nowhere' — choose one of: (\w+, )*local(, \w+)*"])
+    output = result.stdout.str() + result.stderr.str()
+    assert "stepgraph: unknown target 'nowhere' — choose one of: " in output and "local" in output
 
 
 def test_a_broken_scenario_is_a_collection_error_without_traceback(project: pytest.Pytester) -> None:
@@ -359,3 +389,46 @@ def test_a_target_configures_its_capabilities_from_options_before_gating(project
     bad = project.runpytest_subprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps")
     assert bad.ret == 2
     assert "stepgraph: --target-option 'caps': write KEY=VALUE" in bad.stdout.str() + bad.stderr.str()
+
+
+def test_a_scenario_outline_runs_each_row(project: pytest.Pytester) -> None:
+    scenario(
+        project,
+        "outline.feature",
+        """\
+        Feature: Outline
+          @id:O1
+          Scenario Outline: Waiting <ticks>
+            Given the time is noted as "t0"
+            When we wait <ticks>
+            Then at least <seconds> passed since "t0"
+
+            @slow
+            Examples:
+              | ticks         | seconds |
+              | 1 agent tick  | 15 s    |
+              | 2 agent ticks | 31 s    |
+        """,
+    )
+    result = project.runpytest_subprocess("--strict-markers", "-v", "-m", "id:O1 and slow")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_waiting_ticks?1 agent tick-15 s? PASSED*", "*test_waiting_ticks?2 agent ticks-31 s? FAILED*"])
+    result.stdout.fnmatch_lines(["*expected: ≥ 31 s*", "*observed: 30 s*"])
+    lines = [line.split(" facts=")[0] for line in log(project) if line.startswith("at ")]
+    assert lines == [f"at scenarios/outline.feature:{n}:5" for n in (4, 5, 6, 4, 5)]  # the failing step logs nothing
+
+
+def test_an_absolute_check_after_an_incrementing_scenario_fails_before_its_steps(project: pytest.Pytester) -> None:
+    scenario(project, "a_bump.feature", "Feature: Bump\n  Scenario: Bumps\n    When the shared counter is bumped\n")
+    scenario(project, "b_fresh.feature", "Feature: Fresh\n  Scenario: Counts from zero\n    Then the shared counter is 0\n")
+    result = project.runpytest_subprocess()
+    result.assert_outcomes(passed=1, errors=1)  # an error at setup: not one step of it ran
+    result.stdout.fnmatch_lines(
+        [
+            "*scenarios/b_fresh.feature:3:5: rec.counter_is asserts the absolute value of shared-counter, which an earlier scenario "
+            "increments (scenarios/a_bump.feature:3:5) — compare against a baseline taken in this scenario, or run it first*"
+        ]
+    )
+    assert "absolute check ran" not in log(project)
+    alone = project.runpytest_subprocess("-k", "counts_from_zero")
+    alone.assert_outcomes(passed=1, deselected=1)

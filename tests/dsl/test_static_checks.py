@@ -114,6 +114,22 @@ def test_duplicate_ids_across_files(tmp_path: Path) -> None:
     assert diag.message.startswith("scenario id 'B5' is also used at ") and diag.message.endswith("a.feature:3:3")
 
 
+def test_check7_absolute_check_after_a_scenario_that_increments(tmp_path: Path) -> None:
+    (tmp_path / "a_b5.feature").write_text("Feature: B5\n  Scenario: Conflict\n    When the agent counters are bumped\n")
+    (tmp_path / "b_b4.feature").write_text(
+        'Feature: B4\n  Scenario: Fresh counters\n    Then the counter "multi_pod_gpu_total" is 0\n'
+        "  Scenario: Same scenario is fine\n    When the agent counters are bumped\n"
+    )
+    files, extra = compile_paths([tmp_path], make_registry())
+    assert all(f.ok for f in files)
+    [diag] = extra
+    assert (diag.location.file.endswith("b_b4.feature"), diag.location.line, diag.check) == (True, 3, "ordering")
+    assert diag.message.startswith("t.counter_is asserts the absolute value of agent-counters, which an earlier scenario increments (")
+    assert diag.message.endswith("a_b5.feature:3:5)") and diag.hint == "compare against a baseline taken in this scenario, or run it first"
+    (tmp_path / "a_b5.feature").unlink()
+    assert compile_paths([tmp_path], make_registry())[1] == []  # the increment after the check is no hazard
+
+
 DESIGN_DOC = """\
 # Multi-tenant test plan
 ## 8.5.6 Conflicts
