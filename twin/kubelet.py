@@ -44,6 +44,7 @@ class Container:
     finished_at: str | None = None
     restarts: int = 0
     container_id: str = ""
+    ready: bool = False
 
 
 @dataclass
@@ -65,6 +66,7 @@ class Kubelet:
         self.store, self.node, self.clock, self.registry = store, node, clock, registry
         self._rng = rng
         self._pods: dict[str, PodRecord] = {}
+        self._ips: dict[str, str] = {}  # pod uid → pod IP, unique while the pod lives
         store.subscribe("pods", self._on_pod)
 
     # -- events ---------------------------------------------------------------------------
@@ -97,11 +99,18 @@ class Kubelet:
                                      "message": f"Allocate failed due to requested number of devices unavailable for "
                                                 f"{GPU_RESOURCE}. Requested: {wanted}, Available: {free}, which is unexpected"})
             return
-        self._patch_status(rec, {"hostIP": "10.224.0.4", "podIP": f"10.244.{self._rng.randint(0, 255)}.{self._rng.randint(2, 254)}",
+        self._patch_status(rec, {"hostIP": "10.224.0.4", "podIP": self._pod_ip(rec.uid),
                                  "startTime": timestamp(self.clock.wall()), "qosClass": qos_class_of(pod),
-                                 **self._container_status(rec, pod, ready=False)})
+                                 **self._container_status(rec, pod)})
         delay = self.node.config.startup_delay + self.node.config.image_pull_delay
         rec.timers.append(self.clock.call_later(delay, lambda: self._start(rec.uid)))
+
+    def _pod_ip(self, uid: str) -> str:
+        taken = set(self._ips.values())
+        while (ip := f"10.244.{self._rng.randint(0, 255)}.{self._rng.randint(2, 254)}") in taken:
+            pass
+        self._ips[uid] = ip
+        return ip
 
     def _start(self, uid: str) -> None:
         rec = self._pods.get(uid)
@@ -115,7 +124,7 @@ class Kubelet:
                 return
         for c in pod["spec"]["containers"]:
             self._run_container(rec, pod, c)
-        self._patch_status(rec, {"phase": "Running", **self._container_status(rec, pod, ready=True)})
+        self._patch_status(rec, {"phase": "Running", **self._container_status(rec, pod)})
         for c in rec.containers.values():
             if c.workload is not None and c.ctx is not None and c.state == "running":
                 image = c.ctx.container.get("image", "")
@@ -134,8 +143,10 @@ class Kubelet:
         c.ctx = WorkloadContext(pod=pod, container=spec, node=self.node, host=self.node.host, gpus=visible,
                                 clock=self.clock, store=self.store, processes=procs,
                                 log=lambda line, name=c.name: self._log(rec, name, str(line)),
-                                exit=lambda code, name=c.name: self._container_exit(rec.uid, name, code))
+                                exit=lambda code, name=c.name: self._container_exit(rec.uid, name, code),
+                                set_ready=lambda ready, name=c.name: self._set_ready(rec.uid, name, ready))
         c.workload = self.registry.create(pod, spec)
+        c.ready = c.workload.ready_on_start
         c.state, c.reason, c.started_at = "running", "", timestamp(self.clock.wall())
         c.container_id = f"containerd://{self._rng.getrandbits(256):064x}"
 
@@ -150,13 +161,21 @@ class Kubelet:
             for fn in rec.followers.pop(container, []):
                 fn(None)
 
+    def _set_ready(self, uid: str, name: str, ready: bool) -> None:
+        """A workload's readiness changed (what a readiness probe would report)."""
+        rec = self._pods.get(uid)
+        if rec is None or rec.containers[name].state != "running" or rec.containers[name].ready == bool(ready):
+            return
+        rec.containers[name].ready = bool(ready)
+        self._patch_status(rec, self._container_status(rec, self.store.get("pods", rec.namespace, rec.name)))
+
     def _cdi_reject(self, rec: PodRecord, pod: dict, name: str, value: str) -> None:
         message = ("failed to create containerd task: failed to create shim task: OCI runtime create failed: could not "
                    "apply required modification to OCI specification: error modifying OCI spec: failed to inject CDI "
                    f"devices: unresolvable CDI devices management.nvidia.com/gpu={value}: unknown")
         c = rec.containers[name]
         c.reason, c.message = "CreateContainerError", message
-        self._patch_status(rec, self._container_status(rec, pod, ready=False))
+        self._patch_status(rec, self._container_status(rec, pod))
         self.store.record_event(pod, "Failed", f"Error: {message}", type="Warning", component=KUBELET)
 
     def _container_exit(self, uid: str, name: str, code: int) -> None:
@@ -171,16 +190,16 @@ class Kubelet:
         self._end_followers(rec, name)
         pod = self.store.get("pods", rec.namespace, rec.name)
         if any(x.state != "terminated" for x in rec.containers.values()):
-            self._patch_status(rec, self._container_status(rec, pod, ready=False))
+            self._patch_status(rec, self._container_status(rec, pod))
             return
         policy = pod["spec"].get("restartPolicy", "Always")
         failed = any(x.exit_code for x in rec.containers.values())
         if policy == "Never" or (policy == "OnFailure" and not failed):
             self.node.allocator.release(uid)
             self._patch_status(rec, {"phase": "Failed" if failed else "Succeeded",
-                                     **self._container_status(rec, pod, ready=False)})
+                                     **self._container_status(rec, pod)})
             return
-        self._patch_status(rec, self._container_status(rec, pod, ready=False))
+        self._patch_status(rec, self._container_status(rec, pod))
         rec.timers.append(self.clock.call_later(RESTART_BACKOFF, lambda: self._restart(uid)))
 
     def _restart(self, uid: str) -> None:
@@ -218,6 +237,7 @@ class Kubelet:
 
     def _cleanup(self, uid: str) -> None:
         rec = self._pods.pop(uid, None)
+        self._ips.pop(uid, None)
         if rec is not None:
             self._end_followers(rec)
             for t in rec.timers:
@@ -229,7 +249,7 @@ class Kubelet:
         self.node.allocator.release(uid)
 
     # -- status ---------------------------------------------------------------------------
-    def _container_status(self, rec: PodRecord, pod: dict, ready: bool) -> dict:
+    def _container_status(self, rec: PodRecord, pod: dict) -> dict:
         now = timestamp(self.clock.wall())
         statuses = []
         for spec in pod["spec"]["containers"]:
@@ -242,9 +262,9 @@ class Kubelet:
             else:
                 state = {"waiting": {"reason": c.reason, **({"message": c.message} if c.message else {})}}
             statuses.append({"name": c.name, "image": spec.get("image", ""), "imageID": "", "state": state,
-                             "ready": ready and c.state == "running", "restartCount": c.restarts,
+                             "ready": c.ready and c.state == "running", "restartCount": c.restarts,
                              "started": c.state == "running", **({"containerID": c.container_id} if c.container_id else {})})
-        all_ready = ready and all(s["ready"] for s in statuses)
+        all_ready = all(s["ready"] for s in statuses)
         conds = [{"type": t, "status": s, "lastProbeTime": None, "lastTransitionTime": now}
                  for t, s in (("PodReadyToStartContainers", "True"), ("Initialized", "True"),
                               ("Ready", str(all_ready)), ("ContainersReady", str(all_ready)), ("PodScheduled", "True"))]

@@ -80,6 +80,7 @@ class WorkloadContext:
     log: Callable[[str], None]        # append one line to the container's log (served by /log)
     exit: Callable[[int], None]       # end the container with this exit code
     processes: list = field(default_factory=list)  # HostProcess objects the kubelet spawned
+    set_ready: Callable[[bool], None] = lambda ready: None  # readiness, as a readiness probe reports it
 
     @property
     def namespace(self) -> str:
@@ -101,13 +102,20 @@ class WorkloadContext:
 
 
 class Workload:
-    """Base workload: runs until stopped; exec knows nothing (127); no HTTP."""
+    """Base workload: runs until stopped; exec knows nothing (127); no HTTP.
+
+    `ready_on_start = False` keeps the container not Ready (pod `Ready=False`) until the workload
+    calls `ctx.set_ready(True)` — e.g. once a model has loaded.  `stop` may return the seconds it
+    needs to finish after SIGTERM (capped by the grace period); None means at once.
+    """
+
+    ready_on_start: bool = True
 
     def start(self, ctx: WorkloadContext) -> None:
         pass
 
-    def stop(self, ctx: WorkloadContext, graceful: bool) -> None:
-        pass
+    def stop(self, ctx: WorkloadContext, graceful: bool) -> float | None:
+        return None
 
     def exec(self, ctx: WorkloadContext, argv: list[str], stdin: bytes | None) -> ExecResult:
         return not_found(argv)
@@ -141,7 +149,8 @@ class DefaultWorkload(Workload):
 
 
 def run_builtin(ctx: WorkloadContext, argv: list[str], stdin: bytes | None) -> ExecResult:
-    """`echo`, `true`, `false`, `cat` (stdin, /proc/<pid>/cgroup, /etc/hostname), `env`,
+    """`echo`, `true`, `false`, `cat` (stdin, /etc/hostname, /proc/<pid>/cgroup — host PIDs only
+    with `hostPID: true`), `env`,
     `hostname`, `sh -c '<one of these>'`; anything else → 127."""
     if not argv:
         return not_found(argv)
@@ -175,12 +184,21 @@ def _cat(ctx: WorkloadContext, paths: list[str], stdin: bytes | None) -> ExecRes
             out += (ctx.pod_name + "\n").encode()
         elif len(parts) == 3 and parts[0] == "proc" and parts[2] == "cgroup" and parts[1].isdigit():
             try:
+                if not _sees_pid(ctx, int(parts[1])):
+                    raise ProcessLookupError(parts[1])
                 out += ctx.host.cgroup(int(parts[1])).encode()
             except ProcessLookupError:
                 err, code = err + f"cat: {path}: No such file or directory\n".encode(), 1
         else:
             err, code = err + f"cat: {path}: No such file or directory\n".encode(), 1
     return ExecResult(stdout=out, stderr=err, exit_code=code)
+
+
+def _sees_pid(ctx: WorkloadContext, pid: int) -> bool:
+    """A container sees host PIDs only with `hostPID: true`; otherwise just its own pod's."""
+    if (ctx.pod.get("spec") or {}).get("hostPID"):
+        return True
+    return ctx.host.process(pid).pod_uid == ctx.pod_uid
 
 
 Matcher = Callable[[dict, dict], bool]          # (pod, container) → does this workload run it?

@@ -46,9 +46,11 @@ def resource_type(crd: dict) -> ResourceType:
     versions.sort(key=lambda v: not v.get("storage"))  # storage version first
     subresources = ("status",) if any((v.get("subresources") or {}).get("status") is not None for v in versions) else ()
     schemas = {v["name"]: (v.get("schema") or {}).get("openAPIV3Schema") or {} for v in versions}
+    columns = {v["name"]: list(v.get("additionalPrinterColumns") or []) for v in versions}
     return ResourceType(spec["group"], tuple(v["name"] for v in versions), names["plural"], names["kind"],
                         spec["scope"] == "Namespaced", names.get("singular", names["kind"].lower()),
-                        tuple(names.get("shortNames") or ()), subresources, schemas=schemas, builtin=False)
+                        tuple(names.get("shortNames") or ()), subresources, schemas=schemas, printer_columns=columns,
+                        builtin=False)
 
 
 class CrdController:

@@ -25,6 +25,7 @@ class ResourceType:
     subresources: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
     schemas: dict = field(default_factory=dict, compare=False, hash=False)  # version → openAPIV3Schema
+    printer_columns: dict = field(default_factory=dict, compare=False, hash=False)  # version → columns
     builtin: bool = True
 
     @property

@@ -87,6 +87,7 @@ class ApiServer:
         self._ready.set()
         loop.run_forever()
         loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())  # exec worker threads
         loop.close()
 
     async def _startup(self) -> None:

@@ -123,3 +123,12 @@ def test_unknown_fields_warn_by_default_and_fail_when_strict(twin):
     code, status = raw(twin, "POST", CM + "?fieldValidation=Strict",
                        json.dumps({"metadata": {"name": "d"}, "bogus": 1}).encode())
     assert code == 400 and 'unknown field "bogus"' in status["message"]
+
+
+def test_a_yaml_alias_bomb_is_refused_quickly(twin):
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for i in range(1, 9):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    bomb = ("metadata: {name: boom}\ndata:\n" + "\n".join("  " + line for line in lines) + "\n").encode()
+    code, status = raw(twin, "POST", CM, bomb, "application/yaml")
+    assert code == 400 and "excessive aliasing" in status["message"]

@@ -133,3 +133,19 @@ def test_dynamic_client_discovers_the_kind_in_both_versions(k8s, crd):
     assert res.get(name="via-dynamic", namespace="default").metadata.name == "via-dynamic"
     with pytest.raises(ResourceNotFoundError):
         dc.resources.get(api_version="example.com/v1", kind="Widget")
+
+
+def test_table_requests_use_the_crd_printer_columns(twin, ext, custom):
+    crd = dgd_crd()
+    for v in crd["spec"]["versions"]:
+        v["additionalPrinterColumns"] = [{"name": "Backend", "type": "string", "jsonPath": ".spec.backendFramework"},
+                                         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+    ext.create_custom_resource_definition(crd)
+    custom.create_namespaced_custom_object(GROUP, "v1alpha1", "default", PLURAL, dgd("t"))
+    import urllib.request
+    req = urllib.request.Request(f"{twin.base_url}/apis/{GROUP}/v1alpha1/namespaces/default/{PLURAL}",
+                                 headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        table = json.loads(resp.read())
+    assert table["kind"] == "Table" and [c["name"] for c in table["columnDefinitions"]] == ["Name", "Backend", "Age"]
+    assert table["rows"][0]["cells"][:2] == ["t", "vllm"]

@@ -41,3 +41,11 @@ def test_apply_rejects_unknown_fields_through_strict_server_validation(twin):
     bad = POD.replace("spec:", "bogus: 1\nspec:")
     result = kubectl(twin, "apply", "-f", "-", stdin=bad)
     assert result.returncode != 0 and 'unknown field "bogus"' in result.stderr
+
+
+def test_get_prints_pod_columns_from_a_table(twin):
+    kubectl(twin, "apply", "-f", "-", stdin=POD)
+    twin.clock.sleep(3)
+    out = kubectl(twin, "get", "pods").stdout.splitlines()
+    assert out[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert out[1].split()[:4] == ["k", "1/1", "Running", "0"]

@@ -83,3 +83,20 @@ def test_follow_streams_new_lines_until_the_container_ends(twin, core, make_pod)
     finally:
         stepper.join()
     assert lines == ["tick 0", "tick 1", "tick 2"]
+
+
+def test_a_workload_decides_when_its_container_is_ready(twin, core, make_pod):
+    class SlowModel(Workload):
+        ready_on_start = False
+
+        def start(self, ctx):
+            ctx.clock.call_later(20, lambda: ctx.set_ready(True))
+    twin.workloads.register("model", lambda pod, c: c["image"].startswith("model"), lambda pod, c: SlowModel())
+    body = make_pod("m")
+    body["spec"]["containers"][0]["image"] = "model:1"
+    core.create_namespaced_pod("default", body)
+    twin.clock.sleep(3)
+    pod = core.read_namespaced_pod("m", "default")
+    assert pod.status.phase == "Running" and not ready(pod) and not pod.status.container_statuses[0].ready
+    twin.clock.sleep(20)
+    assert ready(core.read_namespaced_pod("m", "default"))

@@ -46,3 +46,11 @@ def _exit_code(argv):
         return cli.main(argv)
     except SystemExit as exc:
         return exc.code
+
+
+def test_a_bad_world_file_is_one_line_with_its_position_and_exit_2(tmp_path, capsys):
+    world = tmp_path / "world.yaml"
+    world.write_text("nodes: 5\n")
+    assert _exit_code(["up", "--world", str(world)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{world}:1:1:" in err

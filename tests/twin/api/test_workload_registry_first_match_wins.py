@@ -53,7 +53,12 @@ def test_unknown_command_is_127_with_the_runtime_message():
 def test_builtins_echo_env_cat_cgroup_and_sh_c():
     host = Host(random.Random(0))
     proc = host.spawn("u", ["python3"])
+    other = host.spawn("someone-else", ["python3"])
     w, c = DefaultWorkload(), ctx(host)
+    assert w.exec(c, ["cat", f"/proc/{other.pid}/cgroup"], None).exit_code == 1  # not without hostPID
+    host_pid_pod = {**POD, "spec": {**POD["spec"], "hostPID": True}}
+    assert w.exec(ctx(host, pod=host_pid_pod), ["cat", f"/proc/{other.pid}/cgroup"], None).stdout == \
+        host.cgroup(other.pid).encode()
     assert w.exec(c, ["echo", "hi", "there"], None).stdout == b"hi there\n"
     assert b"A=1\n" in w.exec(c, ["env"], None).stdout
     assert w.exec(c, ["cat", f"/proc/{proc.pid}/cgroup"], None).stdout == host.cgroup(proc.pid).encode()
