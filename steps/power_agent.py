@@ -4,7 +4,8 @@ baselines and deltas, and the applied-limit gauge.
 Counters are cumulative for the life of the agent process, so every counter check is a delta
 since a baseline taken in the same scenario — never an absolute value. That makes the zero-counter
 scenario (B4/D3) independent of which scenarios ran before it in the same agent lifetime
-(contract §1.2 T5; brief static check 7): nothing in this library asserts an absolute count.
+(contract §1.2 T5; brief static check 7). The one absolute check (`counter_is`, the seed's form)
+is declared `absolute`, so the compiler flags it after any scenario that increments the counters.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from stepgraph.dsl import CheckFailed, NoParams, Params, Ref, StepContext, given, multiset_equal, then
+from stepgraph.dsl import CheckFailed, NoParams, Params, Ref, StepContext, given, multiset_equal, then, when
 
-from ._cluster import cluster
+from ._cluster import POWER_ANNOTATION, cluster
 from ._parsers import Sample, metric_by_label, metric_sum, parse_watts_list, watts_list
+from .k8s import ObjectRef, apply_documents, delete_objects, load_manifest
 
 PREFIX = "dynamo_power_agent_"
+BYSTANDER_MANIFEST = "40-conflict-bystander.yaml"
 APPLIED_LIMIT = PREFIX + "applied_limit_watts"
 
 
@@ -123,3 +126,56 @@ def applied_limits(ctx: StepContext, params: AppliedParams) -> None:
             expected=result.expected,
             observed=dict(sorted(observed.items())),
         )
+
+
+class BystanderParams(Params):
+    watts: int
+
+
+def _remove_bystander(ctx: StepContext, params: BystanderParams, refs: list[ObjectRef]) -> None:
+    delete_objects(ctx, refs, only_created=True)
+
+
+@when(
+    "agent.conflict_bystander",
+    "a bystander pod annotated {watts:int} W opens a CUDA context without claiming a GPU, as {as}",
+    key="conflict_bystander",
+    produces="objects",
+    needs=("k8s", "k8s-write"),
+    effects=("creates-objects", "increments-agent-counters"),
+    compensation=_remove_bystander,
+)
+def conflict_bystander(ctx: StepContext, params: BystanderParams) -> list[ObjectRef]:
+    """B5: a pod that sees every GPU (`NVIDIA_VISIBLE_DEVICES=all`, no claim) and opens its context
+    on the first one, annotated with a cap that conflicts with the worker already there.
+
+    Declared as incrementing the agent's counters: the conflict and safe-default counters grow on
+    every tick it lives, which static check 7 weighs against later absolute counter checks.
+    """
+    c = cluster(ctx)
+    docs = load_manifest(c.manifest(BYSTANDER_MANIFEST), c.namespace)
+    for doc in docs:
+        doc["metadata"].setdefault("annotations", {})[POWER_ANNOTATION] = str(params.watts)
+    return apply_documents(ctx, docs)
+
+
+class CounterIsParams(Params):
+    metric: MetricRef
+    value: int
+
+
+@then(
+    "agent.counter_is",
+    "the counter {metric} is {value:int}",
+    key="counter_is",
+    needs=("agent",),
+    absolute=("agent-counters",),
+)
+def counter_is(ctx: StepContext, params: CounterIsParams) -> None:
+    """The seed's absolute form (T5): a counter's total over the agent's lifetime. It depends on
+    what ran before in the same agent lifetime, so static check 7 rejects it after a scenario that
+    increments the counters; prefer `did not change since` a baseline."""
+    name, labels = parse_metric_ref(params.metric)
+    now = metric_sum(cluster(ctx).metrics(), name, labels)
+    if now != params.value:
+        raise CheckFailed(f"counter {params.metric}", expected=f"{params.value:g}", observed=f"{now:g}")

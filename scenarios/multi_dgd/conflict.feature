@@ -14,7 +14,7 @@ Feature: A multi-pod conflict falls back to the safe default on the assigned GPU
     And a baseline of the Power Agent counters as "c0"
     And a baseline of the NVML power limit of every GPU as "caps0"
     And a baseline of the compute processes on every GPU as "pids0"
-    When the manifest "40-conflict-bystander.yaml" is applied as "bystander"
+    When a bystander pod annotated 200 W opens a CUDA context without claiming a GPU, as "bystander"
     Then within 90 s exactly one GPU has a compute process not in "pids0", bound as "gpu"
     And within 2 agent ticks the counter "multi_pod_gpu_total{disposition=conflict}" grew by at least 1 since "c0"
     And within 2 agent ticks the counter "safe_default_applied_total" grew by at least 1 since "c0"
