@@ -167,7 +167,7 @@ class CounterIsParams(Params):
 @then(
     "agent.counter_is",
     "the counter {metric} is {value:int}",
-    key="counter_is",
+    key="counter_total",
     needs=("agent",),
     absolute=("agent-counters",),
 )
