@@ -77,20 +77,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="whole-catalog runs per world (median wall time)")
     options = parser.parse_args(argv)
     for world, args in WORLDS.items():
-        walls, meter, code = [], None, 0
+        walls: list[float] = []
+        per_run: list[dict[str, dict[str, Any]]] = []
+        code = 0
         for _ in range(options.repeat):
             wall, code, meter = run_world(args)
             walls.append(wall)
-        assert meter is not None
-        ran = {sid: row for sid, row in meter.rows.items() if row.get("outcome") != "skipped"}
-        total_virtual = sum(r["virtual"] for r in ran.values())
-        print(f"\n## {world}: exit {code}, {len(ran)} ran, wall median {statistics.median(walls):.2f} s "
-              f"(min {min(walls):.2f}, n={len(walls)}), {total_virtual:.0f} virtual s in all")
-        print(f"{'scenario':14} {'outcome':8} {'virtual s':>9} {'seed fixed s':>12} {'ratio':>6} {'API calls':>9}")
-        for sid, row in sorted(ran.items()):
+            per_run.append({sid: row for sid, row in meter.rows.items() if row.get("outcome") != "skipped"})
+        ids = sorted(per_run[-1])
+        totals = [sum(r["virtual"] for r in run.values()) for run in per_run]
+        print(f"\n## {world}: exit {code}, {len(ids)} ran, wall median {statistics.median(walls):.2f} s "
+              f"(min {min(walls):.2f}, n={len(walls)}); virtual s in all: median {statistics.median(totals):.0f} "
+              f"(range {min(totals):.0f}–{max(totals):.0f})")
+        print(f"{'scenario':14} {'outcome':8} {'virtual s':>12} {'seed fixed s':>12} {'ratio':>6} {'API calls':>10}")
+        for sid in ids:
+            virtual = [run[sid]["virtual"] for run in per_run if sid in run]
+            calls = [run[sid]["calls"] for run in per_run if sid in run]
             seed = SEED_WAITS.get(sid)
-            ratio = f"{row['virtual'] / seed:.2f}" if seed else "—"
-            print(f"{sid:14} {row['outcome']:8} {row['virtual']:9.0f} {seed if seed else '—':>12} {ratio:>6} {row['calls']:9d}")
+            v = statistics.median(virtual)
+            spread = f"{v:.0f}" if min(virtual) == max(virtual) else f"{v:.0f} ({min(virtual):.0f}–{max(virtual):.0f})"
+            ratio = f"{v / seed:.2f}" if seed else "—"
+            print(f"{sid:14} {per_run[-1][sid]['outcome']:8} {spread:>12} {seed if seed else '—':>12} {ratio:>6} "
+                  f"{statistics.median(calls):10.0f}")
     return 0
 
 
