@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.discovery import LazyDiscoverer
 from kubernetes.dynamic.exceptions import DynamicApiError
 from ruamel.yaml import YAML
 
@@ -39,13 +40,22 @@ class ObjectRef:
         return f"{self.kind}/{self.name}"
 
 
+class _InMemoryDiscoverer(LazyDiscoverer):
+    """API discovery kept in memory for the session: nothing written to disk, nothing left behind
+    (the client's default caches every cluster it meets in a file under the temp directory)."""
+
+    def __init__(self, client: Any, cache_file: str | None) -> None:
+        super().__init__(client, "/nonexistent/stepgraph-discovery.json")
+
+    def _write_cache(self) -> None:
+        return None
+
+
 def _dynamic(ctx: StepContext) -> DynamicClient:
     dyn = ctx.cache.get("dynamic")
     if dyn is None:
-        c = cluster(ctx)
-        cache_file = str(Path(ctx.kubeconfig).with_suffix(".discovery.json")) if ctx.kubeconfig else None
         with translated("API discovery"):
-            dyn = DynamicClient(c.api, cache_file=cache_file)
+            dyn = DynamicClient(cluster(ctx).api, discoverer=_InMemoryDiscoverer)
         ctx.cache["dynamic"] = dyn
     return dyn
 
