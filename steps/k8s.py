@@ -148,7 +148,7 @@ class DeleteParams(Params):
 
 
 def _deleted_stay_gone(ctx: StepContext, params: DeleteParams, result: None) -> None:
-    delete_objects(ctx, ctx.bindings[params.objects.name], only_created=False)
+    delete_objects(ctx, ctx.bindings[params.objects.name], only_created=True)  # idempotent: verifies they are gone
 
 
 @when(
@@ -159,8 +159,9 @@ def _deleted_stay_gone(ctx: StepContext, params: DeleteParams, result: None) -> 
     compensation=_deleted_stay_gone,
 )
 def delete(ctx: StepContext, params: DeleteParams) -> None:
-    """Delete objects bound by an earlier apply and wait until the API no longer has them."""
-    delete_objects(ctx, ctx.bindings[params.objects.name], only_created=False)
+    """Delete the objects an earlier step of this run created (adopted ones are left as found) and
+    wait until the API no longer has them."""
+    delete_objects(ctx, ctx.bindings[params.objects.name], only_created=True)
 
 
 # -- pods ----------------------------------------------------------------------------------------
