@@ -26,7 +26,7 @@ class CatalogRun:
         return {i for i, r in self.outcomes.items() if r["outcome"] == outcome}
 
 
-def run_catalog(*args: str, files: tuple[str, ...] = ()) -> CatalogRun:
+def run_catalog(*args: str, files: tuple[str, ...] = (), plugins: tuple[object, ...] = ()) -> CatalogRun:
     """`pytest <files or the whole catalog> <args>` in this process, on the twin by default.
 
     In-process keeps a run to its own work (no interpreter start, no re-import); every run still
@@ -36,7 +36,7 @@ def run_catalog(*args: str, files: tuple[str, ...] = ()) -> CatalogRun:
     paths = [str(CATALOG / f) for f in files] or [str(CATALOG)]
     code = pytest.main(
         [*paths, "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "-p", "no:cacheprovider", "-p", "no:terminal", *args],
-        plugins=[recorder],
+        plugins=[recorder, *plugins],
     )
     text = "\n".join(r["text"] for r in recorder.results.values() if r["text"]) + "".join(recorder.exits)
     return CatalogRun(int(code), dict(recorder.results), text)
@@ -58,4 +58,5 @@ def world_runs() -> dict[str, CatalogRun]:
 
 def run_many(jobs: dict[str, dict]) -> dict[str, CatalogRun]:
     """Several `run_catalog(**job)`, one after the other, keyed like `jobs`."""
-    return {key: run_catalog(*job.get("args", ()), files=job.get("files", ())) for key, job in jobs.items()}
+    return {key: run_catalog(*job.get("args", ()), files=job.get("files", ()), plugins=job.get("plugins", ()))
+            for key, job in jobs.items()}

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import pytest
 from catalog_runs import CatalogRun, run_many
+from flip_fault_after_step import FlipAfterStep
+from ruamel.yaml import YAML
 
-# (world, fault switches) → scenario files run together; scenario id → text its failure must show.
-BREAKING: dict[tuple[str, str], tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
+AFTER_CAPS = "within 3 agent ticks the NVML power limits of all GPUs are"
+# (world, fault switches[, flipped after the step starting with]) → scenario files run together;
+# scenario id → text its failure must show.
+BREAKING: dict[tuple[str, ...], tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
     ("path-a", "{planner_patches_foreign_pod: true}"): (
         ("annotations.feature", "foreign_overwrite.feature"),
         {"A1-A2": ("expected: {'vllm-dgd-a/decode': 325", "observed:"),
@@ -21,11 +25,15 @@ BREAKING: dict[tuple[str, str], tuple[tuple[str, ...], dict[str, tuple[str, ...]
         {"A3": ("patches by the planner of vllm-dgd-c", "expected: none with 375 W", "observed: ['vllm-dgd-c-")},
     ),
     ("path-b", "{nvml_no_permission: true}"): (
-        ("applied_limit_metric.yaml", "nvml_caps.feature", "annotation_change.feature", "pod_restart.feature"),
+        ("applied_limit_metric.yaml", "nvml_caps.feature"),
         {"B2": ("applied_limit_watts", "expected: [300, 300, 325", "observed: {}"),
-         "NVML-CAPS": ("expected: [300, 300, 325", "observed: {0: 400"),
-         "C1": ("expected: [300, 300, 325", "observed: {0: 400"),
-         "E2": ("expected: [300, 300, 325", "observed: {0: 400")},
+         "NVML-CAPS": ("expected: [300, 300, 325", "observed: {0: 400")},
+    ),
+    # Flipped once the topology's caps are in place, so only the change under test meets the fault.
+    ("path-b", "{nvml_no_permission: true}", AFTER_CAPS): (
+        ("annotation_change.feature", "pod_restart.feature"),
+        {"C1": ("expected: [310, 310, 325, 325, 325, 350, 375, 375]", "observed:", ": 300"),
+         "E2": ("expected: [300, 300, 325, 325, 325, 360, 375, 375]", "observed:", ": 350")},
     ),
     ("path-b", "{agent_ignores_conflicts: true}"): (
         ("conflict.feature",),
@@ -56,14 +64,17 @@ HARMLESS: dict[tuple[str, str], tuple[str, ...]] = {
 CATALOG_IDS = {"A1-A2", "A3", "A2-strict", "B2", "B4-D3", "NVML-CAPS", "B5", "DCGM-CURRENT", "B8", "C1", "E2", "A4"}
 
 
-def _job(world: str, faults: str, files: tuple[str, ...]) -> dict:
+def _job(world: str, faults: str, *after: str, files: tuple[str, ...]) -> dict:
+    if after:  # flip at run time, right after that step
+        switches = YAML(typ="safe").load(faults)
+        return {"args": ["--target-option", f"world={world}"], "files": files, "plugins": (FlipAfterStep(after[0], switches),)}
     return {"args": ["--target-option", f"world={world}", "--target-option", f"faults={faults}"], "files": files}
 
 
 @pytest.fixture(scope="module")
-def runs() -> dict[tuple[str, str], CatalogRun]:
-    jobs = {key: _job(*key, files) for key, (files, _) in BREAKING.items()}
-    jobs |= {key: _job(*key, files) for key, files in HARMLESS.items()}
+def runs() -> dict[tuple[str, ...], CatalogRun]:
+    jobs = {key: _job(*key, files=files) for key, (files, _) in BREAKING.items()}
+    jobs |= {key: _job(*key, files=files) for key, files in HARMLESS.items()}
     return run_many(jobs)
 
 
@@ -76,7 +87,7 @@ def test_every_scenario_has_a_breaking_fault() -> None:
     ("key", "scenario"), [(key, sid) for key, (_, checks) in BREAKING.items() for sid in checks], ids=lambda v: str(v)
 )
 def test_fault_makes_the_scenario_fail_saying_expected_and_observed(
-    runs: dict[tuple[str, str], CatalogRun], key: tuple[str, str], scenario: str
+    runs: dict[tuple[str, ...], CatalogRun], key: tuple[str, ...], scenario: str
 ) -> None:
     run = runs[key]
     result = run.outcomes.get(scenario)
@@ -87,7 +98,7 @@ def test_fault_makes_the_scenario_fail_saying_expected_and_observed(
 
 
 @pytest.mark.parametrize("key", list(HARMLESS), ids=str)
-def test_harmless_variation_keeps_the_scenarios_green(runs: dict[tuple[str, str], CatalogRun], key: tuple[str, str]) -> None:
+def test_harmless_variation_keeps_the_scenarios_green(runs: dict[tuple[str, ...], CatalogRun], key: tuple[str, str]) -> None:
     run = runs[key]
     assert run.returncode == 0, run.output[-3000:]
     assert run.ids("passed") and not run.ids("failed") | run.ids("error")
