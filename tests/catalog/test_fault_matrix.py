@@ -35,6 +35,10 @@ BREAKING: dict[tuple[str, ...], tuple[tuple[str, ...], dict[str, tuple[str, ...]
         {"C1": ("expected: [310, 310, 325, 325, 325, 350, 375, 375]", "observed:", ": 300"),
          "E2": ("expected: [300, 300, 325, 325, 325, 360, 375, 375]", "observed:", ": 350")},
     ),
+    ("path-b", "{nvml_no_permission: true}", "a baseline of the Power Agent counters"): (
+        ("zero_counters.yaml",),
+        {"B4-D3": ("counter apply_failures_total since c0", "expected: unchanged at 0", "observed:")},
+    ),
     ("path-b", "{agent_ignores_conflicts: true}"): (
         ("conflict.feature",),
         {"B5": ("multi_pod_gpu_total{disposition=conflict}", "expected: grew by ≥ 1", "observed: grew by 0")},
