@@ -1,8 +1,8 @@
-"""Step declarations → pytest-bdd step definitions, and the per-scenario runtime they run on.
+"""Step declarations → a pytest-bdd step definition, and the per-scenario runtime it runs on.
 
-Every declaration becomes one pytest-bdd step definition whose parser is the declaration's phrase
-(with the language-level `within <duration>` prefix for checks). The step function builds a
-`StepContext` over the scenario's bindings and finalizer stack and runs the call.
+The registry is registered with pytest-bdd as one step definition whose parser reads every
+declared phrase (with the language-level `within <duration>` prefix for checks). The step
+function builds a `StepContext` over the scenario's bindings and finalizer stack and runs the call.
 """
 
 from __future__ import annotations
@@ -22,24 +22,29 @@ from .execute import execute_call
 from .finalizers import FinalizerStack
 from .ir import StepCall
 from .phrases import BIND_FIELD
-from .registry import Match, Registry, StepDecl, match_decl
+from .registry import Match, Registry
 from .target import TargetSession
 
 #: Where the running step was written (set before each step; YAML lines for YAML scenarios).
 STEP_LOCATION = pytest.StashKey[Location]()
 
 
-class DeclParser(StepParser):
-    """A pytest-bdd step parser backed by one step declaration (results cached per step text)."""
+class RegistryParser(StepParser):
+    """One pytest-bdd step parser over the whole registry: a step text matches when exactly one
+    declaration reads it (the compiler has already reported undefined and ambiguous steps).
 
-    def __init__(self, decl: StepDecl) -> None:
-        super().__init__(decl.phrase.text)
-        self.decl = decl
+    One definition instead of one per declaration keeps pytest-bdd's per-step lookup, which scans
+    every step fixture, independent of how many steps are declared."""
+
+    def __init__(self, registry: Registry) -> None:
+        super().__init__("<any stepgraph step>")
+        self.registry = registry
         self._seen: dict[str, Match | None] = {}
 
     def _match(self, text: str) -> Match | None:
         if text not in self._seen:
-            self._seen[text] = match_decl(self.decl, text)
+            matches = self.registry.match(text)
+            self._seen[text] = matches[0] if len(matches) == 1 else None
         return self._seen[text]
 
     def is_matching(self, name: str) -> bool:
@@ -51,44 +56,36 @@ class DeclParser(StepParser):
             return None
         raw = dict(m.raw)
         bind_as = raw.pop(BIND_FIELD, None)
-        call, diags = make_call(self.decl, raw, Location("<step>"), bind_as=bind_as, within=m.within)
+        call, diags = make_call(m.decl, raw, Location("<step>"), bind_as=bind_as, within=m.within)
         if call is None:
             raise ValueError("; ".join(str(d) for d in diags))
         return {"sg_call": call}
 
 
-REGISTERED = pytest.StashKey[set[str]]()
+REGISTERED = pytest.StashKey[bool]()
 
 
 def register_steps(config: pytest.Config, registry: Registry) -> None:
-    """Register every declaration not yet registered as a pytest-bdd step definition, once per run.
+    """Register the registry with pytest-bdd as one step definition, once per run.
 
     pytest-bdd's decorators put the step fixture into their caller's module namespace, so the
     decoration runs as module-level code of a fresh module, which then becomes a pytest plugin:
-    its fixtures are visible to every scenario."""
-    done = config.stash.setdefault(REGISTERED, set())
-    new = [decl for decl in registry if decl.id not in done]
-    if not new:
+    its fixture is visible to every scenario. Declarations added later are found too: the
+    parser reads the registry at match time."""
+    if config.stash.get(REGISTERED, False):
         return
-    module = types.ModuleType(f"stepgraph_steps_{len(done)}")
+    module = types.ModuleType("stepgraph_steps")
     namespace = module.__dict__
-    namespace["_stepgraph_defs"] = [(DeclParser(decl), _step_function(decl)) for decl in new]
-    namespace["_stepgraph_step"] = bdd_step
-    code = compile("for _p, _f in _stepgraph_defs:\n    _stepgraph_step(_p)(_f)\n", module.__name__, "exec")
-    exec(code, namespace)
+    namespace.update(_stepgraph_parser=RegistryParser(registry), _stepgraph_step=bdd_step, _stepgraph_run=stepgraph_step)
+    exec(compile("_stepgraph_step(_stepgraph_parser)(_stepgraph_run)\n", module.__name__, "exec"), namespace)
     config.pluginmanager.register(module, module.__name__)
-    done.update(decl.id for decl in new)
+    config.stash[REGISTERED] = True
 
 
-def _step_function(decl: StepDecl) -> Any:
-    def step_function(sg_call: StepCall, stepgraph_scenario: ScenarioRuntime, request: pytest.FixtureRequest) -> Any:
-        __tracebackhide__ = True
-        return stepgraph_scenario.run(sg_call, request.node.stash.get(STEP_LOCATION, None))
-
-    step_function.__name__ = step_function.__qualname__ = decl.id.replace(".", "__")
-    step_function.__doc__ = decl.doc
-    step_function.__stepgraph_decl__ = decl  # type: ignore[attr-defined]
-    return step_function
+def stepgraph_step(sg_call: StepCall, stepgraph_scenario: ScenarioRuntime, request: pytest.FixtureRequest) -> Any:
+    """Run one stepgraph step (`sg_call.decl` is its declaration) in the scenario's runtime."""
+    __tracebackhide__ = True
+    return stepgraph_scenario.run(sg_call, request.node.stash.get(STEP_LOCATION, None))
 
 
 class ScenarioRuntime:

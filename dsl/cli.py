@@ -46,8 +46,10 @@ def build_parser(extra: list[str]) -> argparse.ArgumentParser:
     parser = _Parser(prog="stepgraph", description="Scenarios in Gherkin or YAML → checked step graphs → pytest-bdd runs.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     lint = sub.add_parser("lint", help="static checks; exit 0 clean, 2 on errors")
-    lint.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    lint.add_argument("--design-doc", type=Path, help="Markdown doc whose ids @design tags must name (check 9)")
+    lint.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="default: stepgraph_paths of ./pyproject.toml")
+    lint.add_argument(
+        "--design-doc", type=Path, help="Markdown doc whose ids @design tags must name (check 9); default: stepgraph_design_doc"
+    )
     lint.add_argument("--target", help="also say which scenarios this target would skip")
     comp = sub.add_parser("compile", help="write the .feature and graph JSON of each scenario file")
     comp.add_argument("paths", nargs="+", type=Path, metavar="PATH")
@@ -66,6 +68,7 @@ def build_parser(extra: list[str]) -> argparse.ArgumentParser:
     sch.add_argument("--out", type=Path)
     run = sub.add_parser("run", help="run scenarios with pytest and the gherkin reporter; other options go to pytest")
     run.add_argument("paths", nargs="*", type=Path, metavar="PATH")
+    run.add_argument("--reports", metavar="DIR", help="write the reports here (the reports plugin's --stepgraph-reports)")
     for name in extra:
         sub.add_parser(name, help=f"(from {COMMANDS_GROUP})", add_help=False)
     return parser
@@ -109,7 +112,30 @@ def _report(files: list[CompiledFile], extra: list) -> bool:
     return not diags
 
 
+def _project_settings() -> dict[str, object]:
+    """The stepgraph ini options of ./pyproject.toml ([tool.pytest.ini_options]), so that a bare
+    `stepgraph lint` checks what `pytest` would collect, against the same design doc."""
+    import tomllib
+
+    path = Path("pyproject.toml")
+    if not path.is_file():
+        return {}
+    try:
+        options = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("pytest", {}).get("ini_options", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"pyproject.toml: {exc}") from None
+    return {k: v for k, v in options.items() if k.startswith("stepgraph_")}
+
+
 def cmd_lint(args: argparse.Namespace, _: list[str]) -> int:
+    settings = _project_settings() if not args.paths or args.design_doc is None else {}
+    if not args.paths:
+        paths = settings.get("stepgraph_paths") or []
+        if not paths:
+            raise UsageError("no PATH given and no stepgraph_paths in ./pyproject.toml — pass scenario files or folders")
+        args.paths = [Path(p) for p in (paths if isinstance(paths, list) else str(paths).split())]
+    if args.design_doc is None and settings.get("stepgraph_design_doc"):
+        args.design_doc = Path(str(settings["stepgraph_design_doc"]))
     design_ids, source = _design(args)
     target = load_target(args.target) if args.target else None
     files, extra = compile_paths(args.paths, _registry(), design_ids=design_ids, design_source=source)
@@ -204,6 +230,8 @@ def cmd_run(args: argparse.Namespace, passthrough: list[str]) -> int:
         raise UsageError(f"no such path: {missing[0]}")
     if args.paths:
         pytest_args += ["-o", "stepgraph_paths=" + " ".join(str(p) for p in args.paths)]
+    if args.reports:
+        pytest_args.append(f"--stepgraph-reports={args.reports}")
     if "--gherkin-terminal-reporter" not in passthrough:
         pytest_args += ["--gherkin-terminal-reporter", "-v"]
     return int(pytest.main(pytest_args + passthrough))

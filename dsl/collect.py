@@ -134,8 +134,16 @@ class ScenarioModule(pytest.Module):
         items = super().collect()
         for item in items:
             scenario_info = self._scenario_by_test.get(getattr(item, "originalname", item.name))
-            if scenario_info is not None:
-                item.stash[ITEM_SCENARIO] = scenario_info
+            if scenario_info is None:
+                continue
+            # An outline's items are pytest-bdd's parametrization, one per example row: link the row.
+            callspec = getattr(item, "callspec", None)
+            example = callspec.params.get("_pytest_bdd_example") if callspec is not None else None
+            if example:
+                rows = [s for s in scenario_info.feature.scenarios if s.outline == scenario_info.scenario.outline]
+                row = next((s for s in rows if dict(s.example) == dict(example)), scenario_info.scenario)
+                scenario_info = dataclasses.replace(scenario_info, scenario=row)
+            item.stash[ITEM_SCENARIO] = scenario_info
         return items
 
 

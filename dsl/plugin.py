@@ -1,8 +1,8 @@
 """The pytest plugin: scenario files under `stepgraph_paths` → pytest-bdd scenarios on a target.
 
 Gherkin files run as written; YAML files are rendered to generated `.feature` files (a temporary
-folder, removed at the end) with a `@source:` tag pointing at the YAML. Every declared step is
-registered with pytest-bdd from its declaration. Files are compiled first, so undefined,
+folder, removed at the end) with a `@source:` tag pointing at the YAML. The step registry is
+registered with pytest-bdd as one step definition that reads every declared phrase. Files are compiled first, so undefined,
 ambiguous and ill-typed steps are collection errors with `file:line:col` lines. Scenarios whose
 needs the target lacks are skipped before any setup. A run without scenario paths is untouched.
 """

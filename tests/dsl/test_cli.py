@@ -54,6 +54,23 @@ def test_lint_clean_folder_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert err == "stepgraph lint: 2 file(s), 3 scenario(s): ok\n"
 
 
+def test_bare_lint_checks_the_projects_scenario_paths_against_its_design_doc(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\nstepgraph_paths = ["cat"]\nstepgraph_design_doc = "plan.md"\n')
+    (tmp_path / "plan.md").write_text("## 8.5.7 Conflicts\n")
+    (tmp_path / "cat").mkdir()
+    (tmp_path / "cat" / "a.feature").write_text("Feature: F\n  @design:8.5.8\n  Scenario: S\n    When we wait 1 s\n")
+    code, out, _ = run(["lint"], capsys)
+    assert (code, out) == (2, "cat/a.feature:3:3: design id '8.5.8' is not in the design doc (plan.md) — did you mean '8.5.7'?\n")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    code, _, err = run(["lint"], capsys)
+    assert (
+        code == 2 and err == "stepgraph: error: no PATH given and no stepgraph_paths in ./pyproject.toml — pass scenario files or folders\n"
+    )
+
+
 def test_lint_with_target_notes_what_it_would_skip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "n.feature").write_text('Feature: F\n  @needs:nvml\n  Scenario: S\n    Given the value "x" is bound as "x"\n')
     code, out, _ = run(["lint", str(tmp_path), "--target", "local"], capsys)

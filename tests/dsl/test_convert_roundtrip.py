@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import messages
+from dsl_vocabulary import messages
 from test_loaders import B5_GHERKIN, B5_YAML, OUTLINE
 
 from stepgraph.dsl import REGISTRY

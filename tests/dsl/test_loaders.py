@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conftest import messages
+from dsl_vocabulary import messages
 
 from stepgraph.dsl import Duration, Power, Ref
 from stepgraph.dsl.compiler import CompiledFile

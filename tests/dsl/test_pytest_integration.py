@@ -162,6 +162,8 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     pytester.makepyfile(reclib=LIBRARY, conftest=CONFTEST)
     (pytester.path / "scenarios").mkdir()
     monkeypatch.setenv("REC_LOG", str(pytester.path / "rec.log"))
+    (pytester.path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(pytester.path / "tmp"))  # where generated features go; checked by left_behind()
     (pytester.path / "rec.log").write_text("")
     return pytester
 
@@ -172,6 +174,10 @@ def scenario(pytester: pytest.Pytester, name: str, text: str) -> None:
 
 def log(pytester: pytest.Pytester) -> list[str]:
     return [line for line in (pytester.path / "rec.log").read_text().splitlines() if not line.startswith("item ")]
+
+
+def left_behind(pytester: pytest.Pytester) -> list[str]:
+    return sorted(p.name for p in (pytester.path / "tmp").iterdir() if p.name.startswith("stepgraph-features-"))
 
 
 def item_locations(pytester: pytest.Pytester) -> list[str]:
@@ -288,9 +294,11 @@ def test_finalizers_run_on_ctrl_c(project: pytest.Pytester) -> None:
             And the operator presses ctrl-c
         """,
     )
+    scenario(project, "sample.yaml", YAML)  # collected, so its generated feature exists when Ctrl-C comes
     result = project.runpytest_subprocess("--target", "reclib:RecordingTarget")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert [line for line in log(project) if not line.startswith("at ")] == ["target started", "do a", "undo a"]
+    assert left_behind(project) == []
 
 
 def test_a_misconfigured_target_exits_2_with_one_line(project: pytest.Pytester) -> None:
@@ -300,6 +308,7 @@ def test_a_misconfigured_target_exits_2_with_one_line(project: pytest.Pytester) 
     output = result.stdout.str() + result.stderr.str()
     assert "stepgraph: target 'broken': TEST_NODE is not set — export TEST_NODE=<node name>" in output
     assert "Traceback" not in output
+    assert left_behind(project) == []  # the YAML scenario's generated feature is gone too
 
 
 def test_an_unknown_target_exits_2(project: pytest.Pytester) -> None:
@@ -336,11 +345,25 @@ def test_a_scenario_id_used_in_two_files_is_a_collection_error(project: pytest.P
 
 def test_stepgraph_run_passes_paths_and_pytest_options(project: pytest.Pytester) -> None:
     scenario(project, "sample.yaml", YAML)
+    project.makeconftest(
+        CONFTEST
+        + """
+
+def pytest_addoption(parser):
+    parser.addoption("--stepgraph-reports")
+
+
+def pytest_sessionfinish(session):
+    print("reports go to", session.config.getoption("--stepgraph-reports"))
+"""
+    )
     (project.path / "other").mkdir()
     (project.path / "other" / "x.feature").write_text(FEATURE)
-    result = project.run(sys.executable, "-m", "stepgraph.dsl.cli", "run", "other", "--", "-vv", "-p", "no:cacheprovider")
+    result = project.run(sys.executable, "-m", "stepgraph.dsl.cli", "run", "other", "--reports", "out", "--", "-vv", "-s")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["Feature: Sample Gherkin", "    Scenario: Gherkin waits within ticks", "*1 passed*"])
+    result.stdout.fnmatch_lines(
+        ["Feature: Sample Gherkin", "    Scenario: Gherkin waits within ticks", "*reports go to out*", "*1 passed*"]
+    )
     assert "Sample YAML" not in result.stdout.str()
 
 
@@ -432,3 +455,27 @@ def test_an_absolute_check_after_an_incrementing_scenario_fails_before_its_steps
     assert "absolute check ran" not in log(project)
     alone = project.runpytest_subprocess("-k", "counts_from_zero")
     alone.assert_outcomes(passed=1, deselected=1)
+
+
+def test_outline_rows_are_gated_by_their_own_needs(project: pytest.Pytester) -> None:
+    scenario(
+        project,
+        "rows.feature",
+        """\
+        Feature: Rows
+          Scenario Outline: Wait <d>
+            When we wait <d>
+
+            Examples:
+              | d   |
+              | 1 s |
+
+            @needs:nvml
+            Examples:
+              | d   |
+              | 2 s |
+        """,
+    )
+    result = project.runpytest_subprocess("-rs", "--target", "reclib:RecordingTarget")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*target 'recording' lacks nvml*"])

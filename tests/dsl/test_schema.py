@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import make_registry
+from dsl_vocabulary import make_registry
 
 from stepgraph.dsl import REGISTRY
 from stepgraph.dsl.load_yaml import parse_yaml

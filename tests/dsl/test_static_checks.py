@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import make_registry, messages
+from dsl_vocabulary import make_registry, messages
 
 from stepgraph.dsl.compiler import CompiledFile, compile_paths
 from stepgraph.dsl.design_ids import design_ids_from_markdown

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from conftest import messages
+from dsl_vocabulary import messages
 
 from stepgraph.dsl.compiler import CompiledFile
 
