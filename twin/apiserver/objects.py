@@ -127,8 +127,6 @@ def apply_defaults(resource_key: str, obj: dict, rng: random.Random) -> None:
             status = obj.setdefault("status", {})
             for counter in ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"):
                 status.setdefault(counter, 0)
-    elif resource_key == "serviceaccounts":
-        pass
 
 
 _HAS_SPEC = {"pods", "namespaces", "services", "daemonsets.apps", "deployments.apps",

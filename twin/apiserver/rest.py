@@ -28,6 +28,7 @@ YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yam
 MAX_BODY_KEY = web.AppKey("max_body", int)
 WATCH_QUEUES_KEY = web.AppKey("watch_queues", set)
 MAX_WATCH_SECONDS = 1800.0
+MAX_DEPTH = 100  # far beyond any real manifest; keeps copies and validation off the recursion limit
 MAX_YAML_NODES = 1_000_000  # expanded; a real server refuses "excessive aliasing" the same way  # a watch with no timeoutSeconds still ends, as on a real server
 
 
@@ -104,7 +105,25 @@ async def read_body(request: web.Request) -> Any:
             data = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+        except RecursionError:
+            raise bad_request("couldn't get version/kind; json parse error: exceeded max depth") from None
+    if _too_deep(data):
+        raise bad_request(f"the object is nested deeper than {MAX_DEPTH} levels")
     return data
+
+
+def _too_deep(data: Any) -> bool:
+    """Iteratively (no recursion) whether containers nest deeper than MAX_DEPTH."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(value, dict):
+            stack += [(v, depth + 1) for v in value.values()]
+        elif isinstance(value, list):
+            stack += [(v, depth + 1) for v in value]
+    return False
 
 
 def _expanded_size(node: Any, memo: dict[int, int]) -> int:

@@ -29,6 +29,8 @@ CM = "/api/v1/namespaces/default/configmaps"
     (b"metadata: [unclosed", "application/yaml"),
     (b"   ", "application/json"),
     (b"[1, 2, 3]", "application/json"),
+    (b'{"metadata": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "application/json"),
+    (b'{"metadata": {"name": "deep"}, "data": ' + b'{"a": ' * 500 + b"1" + b"}" * 501, "application/json"),
 ])
 def test_malformed_bodies_are_400_bad_request(twin, body, ctype):
     code, status = raw(twin, "POST", CM, body, ctype)

@@ -14,21 +14,18 @@ def test_read_modify_write_with_retries_loses_no_update(twin, core):
 
     def bump(_):
         api = client.CoreV1Api(twin.api_client())
-        conflicts = 0
         while True:
             cm = api.read_namespaced_config_map("counter", "default")
             cm.data["n"] = str(int(cm.data["n"]) + 1)
             try:
                 api.replace_namespaced_config_map("counter", "default", cm)
-                return conflicts
+                return
             except ApiException as exc:
                 assert exc.status == 409
-                conflicts += 1
 
     with ThreadPoolExecutor(8) as pool:
-        conflicts = sum(pool.map(bump, range(80)))
+        list(pool.map(bump, range(80)))  # how many 409s each saw depends on scheduling; the total does not
     assert core.read_namespaced_config_map("counter", "default").data["n"] == "80"
-    assert conflicts >= 0  # how many depends on scheduling; correctness does not
 
 
 def test_exactly_one_concurrent_create_of_a_name_succeeds(twin):
