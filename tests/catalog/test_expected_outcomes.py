@@ -53,3 +53,13 @@ def test_the_kaim_variant_runs_the_same_catalog_from_its_own_manifests() -> None
                       files=("nvml_caps.feature", "conflict.feature"))
     assert run.returncode == 0, run.output[-3000:]
     assert run.ids("passed") == {"NVML-CAPS", "B5"}
+
+
+def test_world_option_and_ini_name_the_twin_world() -> None:
+    from catalog_runs import run_catalog
+
+    by_flag = run_catalog("--world", "path-a", files=("annotations.feature",))
+    by_ini = run_catalog("-o", "stepgraph_world=path-a", files=("annotations.feature",))
+    explicit = run_catalog("--world", "path-a", "--target-option", "world=path-b", files=("annotations.feature",))
+    assert by_flag.ids("passed") == by_ini.ids("passed") == {"A1-A2", "A3", "A2-strict"}
+    assert explicit.ids("skipped") == {"A3", "A2-strict"}  # an explicit --target-option wins
