@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 from catalog_runs import CatalogRun, run_many
-from flip_fault_after_step import FlipAfterStep
 from ruamel.yaml import YAML
+from twin_fault_flips import FlipAfterStep
 
 AFTER_CAPS = "within 3 agent ticks the NVML power limits of all GPUs are"
 # (world, fault switches[, flipped after the step starting with]) → scenario files run together;

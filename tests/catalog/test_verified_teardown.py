@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from catalog_runs import run_catalog, world_runs
 from kubernetes import client
+from twin_fault_flips import FlipBeforeTeardown
 
 from stepgraph.targets.twin import TeardownError, TwinTarget
 
@@ -19,7 +20,8 @@ def test_a_clean_catalog_run_leaves_nothing_and_every_gpu_at_default(world: str)
 
 
 def test_a_failed_gpu_restore_fails_the_run_and_names_the_gpus() -> None:
-    run = run_catalog("--target-option", "world=path-b", "-p", "deny_gpu_writes_before_teardown", files=("nvml_caps.feature",))
+    deny_writes = FlipBeforeTeardown({"nvml_no_permission": True})
+    run = run_catalog("--target-option", "world=path-b", files=("nvml_caps.feature",), plugins=(deny_writes,))
     assert run.returncode == 1, run.output[-3000:]
     assert "restoring every GPU to its default power limit failed" in run.output
     assert "FAILED" in run.output

@@ -1,7 +1,10 @@
-"""A pytest plugin object for the fault matrix: flip twin fault switches over HTTP (/twin/v1/faults)
-right after the first step whose text starts with a given prefix, so a scenario's preconditions
-hold and only the behaviour under test meets the fault; they are put back once the scenario's
-steps are done, before its compensations run (teardown is not what is under test)."""
+"""Pytest plugin objects that flip the twin's fault switches over HTTP (/twin/v1/faults) mid-run.
+
+`FlipAfterStep`: right after the first step whose text starts with a prefix, so a scenario's
+preconditions hold and only the behaviour under test meets the fault; the switches are put back
+once the steps are done, before the compensations run (teardown is not what is under test).
+`FlipBeforeTeardown`: once the steps are done, so the compensations meet the fault.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +32,14 @@ class FlipAfterStep:
         if self.previous is not None:
             _faults(request, self.previous)
             self.previous = None
+
+
+class FlipBeforeTeardown:
+    def __init__(self, switches: dict[str, Any]) -> None:
+        self.switches = switches
+
+    def pytest_bdd_after_scenario(self, request: pytest.FixtureRequest, feature: Any, scenario: Any) -> None:
+        _faults(request, self.switches)
 
 
 def _faults(request: pytest.FixtureRequest, changes: dict[str, Any] | None = None) -> dict[str, Any]:
