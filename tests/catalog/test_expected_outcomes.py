@@ -63,3 +63,24 @@ def test_world_option_and_ini_name_the_twin_world() -> None:
     explicit = run_catalog("--world", "path-a", "--target-option", "world=path-b", files=("annotations.feature",))
     assert by_flag.ids("passed") == by_ini.ids("passed") == {"A1-A2", "A3", "A2-strict"}
     assert explicit.ids("skipped") == {"A3", "A2-strict"}  # an explicit --target-option wins
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"world": "no-such-world"}, r"no-such-world\.yaml:1:1: cannot read the world file"),
+        ({"faults": "{no_such_switch: true}"}, r"no_such_switch"),
+        ({"faults": "[not, a, mapping]"}, r"write a YAML mapping"),
+        ({"seed": "seven"}, r"seed='seven' is not an integer"),
+        ({"actuator": "smi"}, r"actuator='smi' — use nvml or dcgm"),
+    ],
+)
+def test_bad_twin_options_are_one_line_config_errors(options: dict[str, str], message: str) -> None:
+    from stepgraph.dsl import TargetConfigError
+    from stepgraph.targets.twin import TwinTarget
+
+    with pytest.raises(TargetConfigError, match=message):
+        TwinTarget(env={}).configure(options)
+    from catalog_runs import run_catalog
+
+    assert run_catalog(*[f"--target-option={k}={v}" for k, v in options.items()], files=("nvml_caps.feature",)).returncode == 2
