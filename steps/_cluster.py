@@ -27,6 +27,7 @@ HOSTENGINE_SELECTOR = "app=nvidia-dcgm-standalone"
 WORKER_SELECTOR = "nvidia.com/dynamo-component-type=worker,purpose=power-aware-multi-dgd-test"
 PLANNER_SELECTOR = "nvidia.com/dynamo-component-type=planner,purpose=power-aware-multi-dgd-test"
 POWER_ANNOTATION = "dynamo.nvidia.com/gpu-power-limit"
+METRICS_PORT = 9100
 DGD_LABEL = "nvidia.com/dynamo-graph-deployment-name"
 ROLE_LABEL = "nvidia.com/dynamo-sub-component-type"
 
@@ -55,6 +56,7 @@ class Cluster:
     node: str
     manifest_dir: Path | None
     calls: CallCounter
+    metrics_via: str = "exec"
     _agent: client.V1Pod | None = field(default=None, repr=False)
 
     @property
@@ -121,6 +123,14 @@ class Cluster:
         return parse_index_lists(self.probe("nvml_pids"))
 
     def metrics(self) -> list[Sample]:
+        """The agent's Prometheus page: by the exec probe, or through the API server's pod proxy
+        where exec into the agent is not allowed (session fact `metrics_via: proxy`)."""
+        if self.metrics_via == "proxy":
+            pod = self.agent_pod().metadata.name
+            self.calls.total += 1
+            with translated(f"proxy to {self.namespace}/{pod}:{METRICS_PORT}/metrics"):
+                text = self.core.connect_get_namespaced_pod_proxy_with_path(f"{pod}:{METRICS_PORT}", self.namespace, "metrics")
+            return parse_metrics(text)
         return parse_metrics(self.probe("metrics"))
 
     def manifest(self, name: str) -> Path:
@@ -153,6 +163,7 @@ def cluster(ctx: StepContext) -> Cluster:
             node=str(facts.get("node", "")),
             manifest_dir=Path(manifests) if manifests else None,
             calls=calls,
+            metrics_via=str(facts.get("metrics_via", "exec")),
         )
         ctx.cache["cluster"] = found
     return found

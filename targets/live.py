@@ -113,6 +113,7 @@ class LiveTarget:
             "dcgm": settings.dcgm,
             "agent_generation": settings.agent_generation,
             "planner_generation": settings.planner_generation,
+            "metrics_via": settings.metrics_via,
         }
         return Session(
             clock=RealClock(),

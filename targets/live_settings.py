@@ -10,7 +10,7 @@ becomes capabilities, so a scenario that cannot run skips with a reason instead 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 OPT_IN_VARS = ("STEPGRAPH_LIVE", "RUN_MULTI_DGD_LIVE")
 VARIANT_NAMESPACES = {"target": "dynamo-power-test", "kaim": "kaim-dynamo-system"}
@@ -34,7 +34,7 @@ class LiveSettings:
     dcgm: bool = False
     agent_generation: str = "pa-9790"
     planner_generation: str = "pod-patching"
-    notes: tuple[str, ...] = field(default=())
+    metrics_via: str = "exec"
 
     @property
     def node_label(self) -> str:
@@ -69,8 +69,12 @@ class LiveSettings:
                 f"STEPGRAPH_PLANNER_GENERATION={planner!r} is unknown — "
                 f"use one of {', '.join(PLANNER_GENERATIONS)}"
             )
+        metrics_via = env.get("STEPGRAPH_METRICS_VIA", "exec")
+        if metrics_via not in ("exec", "proxy"):
+            raise LiveConfigError(f"STEPGRAPH_METRICS_VIA={metrics_via!r} — use exec or proxy")
         return cls(
             opted_in=True,
+            metrics_via=metrics_via,
             node=node,
             variant=variant,
             namespace=env.get("POD_NAMESPACE") or VARIANT_NAMESPACES[variant],

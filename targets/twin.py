@@ -8,7 +8,8 @@ examples/profiles (`path-b`, `path-b-dcgm`, `path-a`, `path-a-dcgm`…) or a wor
 node label, contract §0); `faults` — switches to flip at start, as a YAML
 flow mapping (`{agent_ignores_conflicts: true}`); `world_dgds` — `own`
 (default: the catalog creates the DGDs from our manifests, so the run owns and removes them) or
-`keep` (the world's DGDs are pre-deployed, as on a prepared live node).
+`keep` (the world's DGDs are pre-deployed, as on a prepared live node); `metrics_via` — `exec`
+(the probe inside the agent pod, default) or `proxy` (the API server's pod proxy).
 
 At stop the target checks, on the twin itself, that every object the run created in the test
 namespace is gone and every GPU is back at its default limit; if not, stopping fails the run
@@ -106,11 +107,15 @@ class TwinTarget:
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self._env = dict(os.environ if env is None else env)
         self.world: World | None = None
+        self.metrics_via = "exec"
         self.twin: Twin | None = None
         self._before: dict[str, set[str]] = {}
 
     def configure(self, options: Mapping[str, str]) -> None:
         self.world = resolve_world(options, self._env)
+        self.metrics_via = options.get("metrics_via", "exec")
+        if self.metrics_via not in ("exec", "proxy"):
+            raise TargetConfigError(f"twin: metrics_via={self.metrics_via!r} — use exec or proxy")
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -137,6 +142,7 @@ class TwinTarget:
             "agent_generation": world.agent.generation,
             "path": "A" if world.operator.install else "B",
             "manifests": str(REPO_ROOT / "examples" / "manifests" / world.variant),
+            "metrics_via": self.metrics_via,
             "faults": {k: v for k, v in world.faults.model_dump().items() if v not in (False, [], "seeded", "4.5")},
         }
         return Session(

@@ -63,6 +63,19 @@ def test_metrics_probe_scrapes_the_agent_from_inside_its_pod(ctx: StepContext) -
     assert metric_sum(samples, "dynamo_power_agent_multi_pod_gpu_total") == 0
 
 
+def test_metrics_read_through_the_pod_proxy_match_the_exec_probe(ctx: StepContext) -> None:
+    c = cluster(ctx)
+    by_exec = {(s.name, tuple(sorted(s.labels.items()))) for s in c.metrics()}
+    c.metrics_via = "proxy"
+    try:
+        calls = c.calls.total
+        by_proxy = {(s.name, tuple(sorted(s.labels.items()))) for s in c.metrics()}
+        assert c.calls.total == calls + 1
+    finally:
+        c.metrics_via = "exec"
+    assert by_proxy == by_exec and any(name.endswith("_total") for name, _ in by_proxy)
+
+
 def test_dcgm_groups_read_in_the_4_5_shape_and_the_4_4_shape(ctx: StepContext) -> None:
     c = cluster(ctx)
     core = client.CoreV1Api(c.api)
