@@ -127,7 +127,6 @@ class Cluster:
         where exec into the agent is not allowed (session fact `metrics_via: proxy`)."""
         if self.metrics_via == "proxy":
             pod = self.agent_pod().metadata.name
-            self.calls.total += 1
             with translated(f"proxy to {self.namespace}/{pod}:{METRICS_PORT}/metrics"):
                 text = self.core.connect_get_namespaced_pod_proxy_with_path(f"{pod}:{METRICS_PORT}", self.namespace, "metrics")
             return parse_metrics(text)
