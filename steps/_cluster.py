@@ -9,6 +9,8 @@ benchmark reports them).
 from __future__ import annotations
 
 import functools
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +59,7 @@ class Cluster:
     manifest_dir: Path | None
     calls: CallCounter
     metrics_via: str = "exec"
+    nvml_via: str = "exec"
     _agent: client.V1Pod | None = field(default=None, repr=False)
 
     @property
@@ -108,7 +111,11 @@ class Cluster:
         return self._agent
 
     def probe(self, name: str) -> str:
-        """Run a shipped probe script inside the agent pod; its stdout, or an ExecError."""
+        """Run a shipped probe script inside the agent pod — or, for NVML probes with the session
+        fact `nvml_via: local` (a runner on the GPU node itself), in a local Python with this
+        process's pynvml — and return its stdout, or raise an ExecError."""
+        if self.nvml_via == "local" and name in probes.NVML_PROBES:
+            return run_locally(probes.argv(name)[1:]).check(f"local probe {name}").stdout
         try:
             result = self.exec(self.agent_pod(), probes.argv(name))
         except NotFound:  # the agent pod was replaced (restart, OOM kill): find the new one once
@@ -147,6 +154,12 @@ class Cluster:
         )
 
 
+def run_locally(python_args: list[str]) -> ExecResult:
+    """`python3 <args>` in a child of this interpreter: the same probe bytes, the local pynvml."""
+    done = subprocess.run([sys.executable, *python_args], capture_output=True, text=True, timeout=60, check=False)
+    return ExecResult(done.stdout, done.stderr, done.returncode)
+
+
 def cluster(ctx: StepContext) -> Cluster:
     """The session's Cluster, created on first use."""
     found = ctx.cache.get("cluster")
@@ -163,6 +176,7 @@ def cluster(ctx: StepContext) -> Cluster:
             manifest_dir=Path(manifests) if manifests else None,
             calls=calls,
             metrics_via=str(facts.get("metrics_via", "exec")),
+            nvml_via=str(facts.get("nvml_via", "exec")),
         )
         ctx.cache["cluster"] = found
     return found

@@ -15,7 +15,7 @@ from pydantic import AfterValidator
 from stepgraph.dsl import CheckFailed, NoParams, Params, Ref, StepContext, given, multiset_equal, then
 
 from . import probes
-from ._cluster import Cluster, cluster
+from ._cluster import Cluster, cluster, run_locally
 from ._parsers import parse_index_lists, parse_kv_lines, parse_watts_list, watts_list
 
 WattsList = Annotated[str, AfterValidator(watts_list)]
@@ -27,7 +27,10 @@ def restore_defaults(c: Cluster) -> dict[int, str]:
     Unlike the seed's teardown (which printed "all GPUs at default" even after a FAILED line),
     a GPU left off its default fails the caller.
     """
-    result = c.exec(c.agent_pod(), probes.argv("restore_defaults"))
+    if c.nvml_via == "local":
+        result = run_locally(probes.argv("restore_defaults")[1:])
+    else:
+        result = c.exec(c.agent_pod(), probes.argv("restore_defaults"))
     lines = {int(k): v for k, v in (line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)}
     failed = {f"GPU {i}": _restore_text(v) for i, v in lines.items() if not v.endswith(",ok")}
     if result.exit_code != 0 or failed or not lines:

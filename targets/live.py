@@ -114,6 +114,7 @@ class LiveTarget:
             "agent_generation": settings.agent_generation,
             "planner_generation": settings.planner_generation,
             "metrics_via": settings.metrics_via,
+            "nvml_via": settings.nvml_via,
         }
         return Session(
             clock=RealClock(),

@@ -35,6 +35,7 @@ class LiveSettings:
     agent_generation: str = "pa-9790"
     planner_generation: str = "pod-patching"
     metrics_via: str = "exec"
+    nvml_via: str = "exec"
 
     @property
     def node_label(self) -> str:
@@ -72,9 +73,13 @@ class LiveSettings:
         metrics_via = env.get("STEPGRAPH_METRICS_VIA", "exec")
         if metrics_via not in ("exec", "proxy"):
             raise LiveConfigError(f"STEPGRAPH_METRICS_VIA={metrics_via!r} — use exec or proxy")
+        nvml_via = env.get("STEPGRAPH_NVML_VIA", "exec")
+        if nvml_via not in ("exec", "local"):
+            raise LiveConfigError(f"STEPGRAPH_NVML_VIA={nvml_via!r} — use exec (into the agent pod) or local (this node's pynvml)")
         return cls(
             opted_in=True,
             metrics_via=metrics_via,
+            nvml_via=nvml_via,
             node=node,
             variant=variant,
             namespace=env.get("POD_NAMESPACE") or VARIANT_NAMESPACES[variant],

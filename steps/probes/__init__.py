@@ -9,6 +9,7 @@ from __future__ import annotations
 from importlib.resources import files
 
 PROBES = ("nvml_caps", "nvml_pids", "nvml_uuids", "nvml_limits", "metrics", "restore_defaults")
+NVML_PROBES = frozenset({"nvml_caps", "nvml_pids", "nvml_uuids", "nvml_limits", "restore_defaults"})
 
 
 def source(name: str) -> str:

@@ -110,3 +110,24 @@ def _flip(c, switches: dict) -> None:
     request = urllib.request.Request(f"{c.api.configuration.host}/twin/v1/faults", data=json.dumps(switches).encode(),
                                      method="PATCH", headers={"Content-Type": "application/json"})
     urllib.request.urlopen(request, timeout=5).read()
+
+
+def test_local_nvml_runs_the_same_probe_with_this_processs_pynvml(ctx: StepContext) -> None:
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        pass
+    else:
+        pynvml.nvmlShutdown()
+        pytest.skip("a real NVML driver is present here, so the local probe would read real GPUs")
+    c = cluster(ctx)
+    c.nvml_via = "local"
+    try:
+        # No GPU driver where the tests run: the local probe really ran here, not in the agent pod.
+        with pytest.raises(ExecError, match=r"local probe nvml_caps: exit code 1: .*NVML Shared Library Not Found"):
+            c.nvml_caps()
+        assert c.metrics()  # metrics still come from the agent pod
+    finally:
+        c.nvml_via = "exec"
