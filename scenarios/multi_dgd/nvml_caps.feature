@@ -1,7 +1,8 @@
-@id:NVML-CAPS @design:8.5.6 @design:B2
+@id:NVML-CAPS @design:8.5.6 @design:8.6.1 @design:B2
 Feature: NVML per-GPU power limits prove the caps were written to the driver
   The only proof that a cap reached the GPU is the driver's own reading: the NVML power limit
-  of each GPU, read inside the agent pod. Compared as a multiset (Finding #8).
+  of each GPU, read inside the agent pod. Compared as a multiset (Finding #8). In the DCGM pass
+  (§8.6.1) it reads, through NVML, the caps the agent wrote through DCGM.
 
   Background:
     Given the Power Agent is running on the test node
