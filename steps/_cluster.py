@@ -1,0 +1,182 @@
+"""A target session → one `Cluster` handle: API clients, the test namespace and node, probes.
+
+Every step library asks `cluster(ctx)` for this handle; it is built once per target session
+(cached in `ctx.cache`) from the session's kubeconfig and facts, so steps never know whether they
+talk to the twin or to a live node. It also counts the API calls a scenario makes (the catalog
+benchmark reports them).
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from stepgraph.dsl import CheckFailed, StepContext
+
+from . import probes
+from ._clients import ExecResult, NotFound, api_client, exec_in_pod, translated
+from ._parsers import Sample, parse_index_ints, parse_index_lists, parse_metrics
+
+AGENT_SELECTOR = "app.kubernetes.io/component=power-agent"
+HOSTENGINE_SELECTOR = "app=nvidia-dcgm-standalone"
+WORKER_SELECTOR = "nvidia.com/dynamo-component-type=worker,purpose=power-aware-multi-dgd-test"
+PLANNER_SELECTOR = "nvidia.com/dynamo-component-type=planner,purpose=power-aware-multi-dgd-test"
+POWER_ANNOTATION = "dynamo.nvidia.com/gpu-power-limit"
+METRICS_PORT = 9100
+DGD_LABEL = "nvidia.com/dynamo-graph-deployment-name"
+ROLE_LABEL = "nvidia.com/dynamo-sub-component-type"
+
+
+class CallCounter:
+    """Counts API round trips (REST calls and exec streams) made through one Cluster."""
+
+    def __init__(self) -> None:
+        self.total = 0
+
+    def wrap(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.total += 1
+            return func(*args, **kwargs)
+
+        return counted
+
+
+@dataclass
+class Cluster:
+    """The session's cluster as the steps see it."""
+
+    api: client.ApiClient
+    namespace: str
+    node: str
+    manifest_dir: Path | None
+    calls: CallCounter
+    metrics_via: str = "exec"
+    nvml_via: str = "exec"
+    _agent: client.V1Pod | None = field(default=None, repr=False)
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    @property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api)
+
+    # -- pods ----------------------------------------------------------------------------------
+
+    def pods(self, label_selector: str, *, on_node: bool = True) -> list[client.V1Pod]:
+        on_this_node = f"spec.nodeName={self.node}" if on_node and self.node else None
+        with translated(f"list pods {label_selector!r} in {self.namespace}"):
+            kwargs = {"field_selector": on_this_node} if on_this_node else {}
+            return list(self.core.list_namespaced_pod(self.namespace, label_selector=label_selector, **kwargs).items)
+
+    def pod(self, name: str) -> client.V1Pod:
+        with translated(f"read pod {self.namespace}/{name}"):
+            return self.core.read_namespaced_pod(name, self.namespace)
+
+    def the_pod(self, label_selector: str, what: str) -> client.V1Pod:
+        """Exactly one running pod on the test node with these labels (else a failed check)."""
+        found = [p for p in self.pods(label_selector) if p.status and p.status.phase == "Running"]
+        if len(found) != 1:
+            raise CheckFailed(
+                f"expected exactly one running {what} pod on node {self.node}",
+                expected=f"1 pod matching {label_selector}",
+                observed=[p.metadata.name for p in found] or "none",
+            )
+        return found[0]
+
+    def exec(self, pod: client.V1Pod, argv: list[str]) -> ExecResult:
+        self.calls.total += 1
+        return exec_in_pod(self.core, pod.metadata.name, self.namespace, argv)
+
+    # -- readings through the agent pod --------------------------------------------------------
+
+    def agent_pod(self) -> client.V1Pod:
+        """The one running Power Agent pod on the test node (looked up once, again if it went away)."""
+        if self._agent is None:
+            self._agent = self.the_pod(AGENT_SELECTOR, "Power Agent")
+        return self._agent
+
+    def find_agent(self) -> client.V1Pod:
+        """Look the agent pod up afresh (a precondition check), and remember it."""
+        self._agent = self.the_pod(AGENT_SELECTOR, "Power Agent")
+        return self._agent
+
+    def probe(self, name: str) -> str:
+        """Run a shipped probe script inside the agent pod — or, for NVML probes with the session
+        fact `nvml_via: local` (a runner on the GPU node itself), in a local Python with this
+        process's pynvml — and return its stdout, or raise an ExecError."""
+        if self.nvml_via == "local" and name in probes.NVML_PROBES:
+            return run_locally(probes.argv(name)[1:]).check(f"local probe {name}").stdout
+        try:
+            result = self.exec(self.agent_pod(), probes.argv(name))
+        except NotFound:  # the agent pod was replaced (restart, OOM kill): find the new one once
+            self._agent = None
+            result = self.exec(self.agent_pod(), probes.argv(name))
+        return result.check(f"probe {name}").stdout
+
+    def nvml_caps(self) -> dict[int, int]:
+        return parse_index_ints(self.probe("nvml_caps"))
+
+    def nvml_pids(self) -> dict[int, list[int]]:
+        return parse_index_lists(self.probe("nvml_pids"))
+
+    def metrics(self) -> list[Sample]:
+        """The agent's Prometheus page: by the exec probe, or through the API server's pod proxy
+        where exec into the agent is not allowed (session fact `metrics_via: proxy`)."""
+        if self.metrics_via == "proxy":
+            pod = self.agent_pod().metadata.name
+            with translated(f"proxy to {self.namespace}/{pod}:{METRICS_PORT}/metrics"):
+                text = self.core.connect_get_namespaced_pod_proxy_with_path(f"{pod}:{METRICS_PORT}", self.namespace, "metrics")
+            return parse_metrics(text)
+        return parse_metrics(self.probe("metrics"))
+
+    def manifest(self, name: str) -> Path:
+        """A manifest by path, or by file name inside the session's variant folder."""
+        candidates = [Path(name)]
+        if self.manifest_dir is not None:
+            candidates.insert(0, self.manifest_dir / name)
+            candidates.insert(1, self.manifest_dir / f"{name}.yaml")
+        for path in candidates:
+            if path.is_file():
+                return path
+        raise FileNotFoundError(
+            f"manifest {name!r} not found (looked in {', '.join(str(c) for c in candidates)}) — "
+            "name a file of examples/manifests/<variant>/ or give a path"
+        )
+
+
+def run_locally(python_args: list[str]) -> ExecResult:
+    """`python3 <args>` in a child of this interpreter: the same probe bytes, the local pynvml."""
+    done = subprocess.run([sys.executable, *python_args], capture_output=True, text=True, timeout=60, check=False)
+    return ExecResult(done.stdout, done.stderr, done.returncode)
+
+
+def cluster(ctx: StepContext) -> Cluster:
+    """The session's Cluster, created on first use."""
+    found = ctx.cache.get("cluster")
+    if found is None:
+        facts = ctx.session.facts
+        api = api_client(ctx.kubeconfig)
+        calls = CallCounter()
+        api.call_api = calls.wrap(api.call_api)  # type: ignore[method-assign]
+        manifests = facts.get("manifests")
+        found = Cluster(
+            api=api,
+            namespace=str(facts.get("namespace", "dynamo-power-test")),
+            node=str(facts.get("node", "")),
+            manifest_dir=Path(manifests) if manifests else None,
+            calls=calls,
+            metrics_via=str(facts.get("metrics_via", "exec")),
+            nvml_via=str(facts.get("nvml_via", "exec")),
+        )
+        ctx.cache["cluster"] = found
+    return found

@@ -1,0 +1,62 @@
+"""DCGM steps: the Power Agent's DCGM groups and their current and target power limits, read with
+`dcgmi` inside the hostengine pod in both JSON shapes (4.0–4.4 and 4.5+).
+
+The agent names its groups `dynamo-power-agent-gpu-<idx>` with `<idx>` in DCGM's own order, which
+differs from NVML's; the multisets compare regardless. `dcgmi config --get -g all -j` is not used:
+DCGM 4.x rejects it (contract Finding #9), so each agent group is read by id.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+from stepgraph.dsl import CheckFailed, Params, StepContext, multiset_equal, then
+
+from ._cluster import HOSTENGINE_SELECTOR, Cluster, cluster
+from ._parsers import parse_dcgmi_agent_groups, parse_dcgmi_power_limit, parse_watts_list, watts_list
+
+WattsList = Annotated[str, AfterValidator(watts_list)]
+
+
+def power_limits(c: Cluster) -> dict[int, tuple[int | None, int | None]]:
+    """{agent group GPU index: (current W, target W)} for every agent-created group."""
+    engine = c.the_pod(HOSTENGINE_SELECTOR, "DCGM hostengine")
+    groups = parse_dcgmi_agent_groups(c.exec(engine, ["dcgmi", "group", "--list", "-j"]).check("dcgmi group --list").stdout)
+    if not groups:
+        raise CheckFailed("the Power Agent's DCGM groups", expected="dynamo-power-agent-gpu-<idx> groups", observed="none")
+    return {
+        idx: parse_dcgmi_power_limit(
+            c.exec(engine, ["dcgmi", "config", "--get", "-g", gid, "-j"]).check(f"dcgmi config --get -g {gid}").stdout
+        )
+        for idx, gid in sorted(groups.items())
+    }
+
+
+class CapsParams(Params):
+    caps: WattsList
+
+
+def _check(ctx: StepContext, caps: str, which: int, label: str) -> None:
+    readings = power_limits(cluster(ctx))
+    observed = {idx: pair[which] for idx, pair in readings.items()}
+    result = multiset_equal(parse_watts_list(caps), observed.values())
+    if not result:
+        raise CheckFailed(
+            f"DCGM {label} power limits of the agent groups, in any GPU order: {result.detail}",
+            expected=result.expected,
+            observed=observed,
+        )
+
+
+@then("dcgm.current_caps", "the DCGM current power limits are {caps} in any GPU order", key="dcgm_current", needs=("dcgm",))
+def current_caps(ctx: StepContext, params: CapsParams) -> None:
+    """§8.6.2: what DCGM reports as each agent group's current power limit."""
+    _check(ctx, params.caps, 0, "current")
+
+
+@then("dcgm.target_caps", "the DCGM target power limits are {caps} in any GPU order", key="dcgm_target", needs=("dcgm",))
+def target_caps(ctx: StepContext, params: CapsParams) -> None:
+    """§8.6.3: the registered target configuration (what DCGM re-applies after a reset)."""
+    _check(ctx, params.caps, 1, "target")

@@ -1,0 +1,339 @@
+"""Kubernetes steps: apply and delete manifests (with compensation), wait for pods, read and patch
+annotations, restart a pod under the same name.
+
+Objects are created through the dynamic client (discovery → any kind, custom resources such as
+DynamoGraphDeployment included). An object that already exists is adopted, not owned: only what a
+step created is deleted by its compensation, so a live node's pre-deployed topology is never torn
+down by a scenario.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.discovery import LazyDiscoverer
+from kubernetes.dynamic.exceptions import DynamicApiError
+from ruamel.yaml import YAML
+
+from stepgraph.dsl import CheckFailed, Params, Ref, StepContext, then, when
+
+from ._clients import ClusterError, NotFound, translated
+from ._cluster import DGD_LABEL, POWER_ANNOTATION, ROLE_LABEL, WORKER_SELECTOR, Cluster, cluster
+
+DELETE_DEADLINE_S = 120.0  # the seed's teardown waits this long for pods to go (99-teardown.sh)
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """One object a step applied; `created` is False when it already existed (adopted)."""
+
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+    created: bool
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
+class _InMemoryDiscoverer(LazyDiscoverer):
+    """API discovery kept in memory for the session: nothing written to disk, nothing left behind
+    (the client's default caches every cluster it meets in a file under the temp directory)."""
+
+    def __init__(self, client: Any, cache_file: str | None) -> None:
+        super().__init__(client, "/nonexistent/stepgraph-discovery.json")
+
+    def _write_cache(self) -> None:
+        return None
+
+
+def _dynamic(ctx: StepContext) -> DynamicClient:
+    dyn = ctx.cache.get("dynamic")
+    if dyn is None:
+        with translated("API discovery"):
+            dyn = DynamicClient(cluster(ctx).api, discoverer=_InMemoryDiscoverer)
+        ctx.cache["dynamic"] = dyn
+    return dyn
+
+
+def _resource(ctx: StepContext, api_version: str, kind: str) -> Any:
+    try:
+        return _dynamic(ctx).resources.get(api_version=api_version, kind=kind)
+    except Exception as exc:  # ResourceNotFoundError and friends carry no common base
+        raise ClusterError(f"the cluster serves no {kind} in {api_version}: {exc}") from exc
+
+
+def load_manifest(path: Path, namespace: str) -> list[dict[str, Any]]:
+    """The documents of a manifest file; namespaced objects default to the session namespace."""
+    docs = [d for d in YAML(typ="safe").load_all(path.read_text(encoding="utf-8")) if d]
+    for doc in docs:
+        if doc.get("kind") not in ("Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"):
+            doc.setdefault("metadata", {}).setdefault("namespace", namespace)
+    return docs
+
+
+def apply_documents(ctx: StepContext, docs: list[dict[str, Any]]) -> list[ObjectRef]:
+    refs: list[ObjectRef] = []
+    for doc in docs:
+        meta = doc["metadata"]
+        ns = meta.get("namespace")
+        resource = _resource(ctx, doc["apiVersion"], doc["kind"])
+        try:
+            resource.create(body=doc, namespace=ns)
+            created = True
+        except DynamicApiError as exc:
+            if exc.status != 409:
+                raise ClusterError(f"create {doc['kind']}/{meta['name']}: {exc.status} {exc.summary()}") from exc
+            created = False
+        refs.append(ObjectRef(doc["apiVersion"], doc["kind"], ns, meta["name"], created))
+    return refs
+
+
+def delete_objects(ctx: StepContext, refs: list[ObjectRef], *, only_created: bool) -> None:
+    """Delete (newest first) and wait until every object is gone from the API."""
+    doomed = [r for r in reversed(refs) if r.created or not only_created]
+    for ref in doomed:
+        try:
+            _resource(ctx, ref.api_version, ref.kind).delete(name=ref.name, namespace=ref.namespace)
+        except DynamicApiError as exc:
+            if exc.status != 404:
+                raise ClusterError(f"delete {ref}: {exc.status} {exc.summary()}") from exc
+
+    def all_gone() -> None:
+        left = []
+        for ref in doomed:
+            try:
+                _resource(ctx, ref.api_version, ref.kind).get(name=ref.name, namespace=ref.namespace)
+                left.append(str(ref))
+            except DynamicApiError as exc:
+                if exc.status != 404:
+                    raise ClusterError(f"read {ref}: {exc.status} {exc.summary()}") from exc
+        if left:
+            raise CheckFailed("objects still present after delete", expected="gone", observed=left)
+
+    ctx.eventually(all_gone, DELETE_DEADLINE_S, description="deleted objects disappear")
+
+
+# -- apply / delete ------------------------------------------------------------------------------
+
+
+class ApplyParams(Params):
+    manifest: str
+
+
+def _undo_apply(ctx: StepContext, params: ApplyParams, refs: list[ObjectRef]) -> None:
+    delete_objects(ctx, refs, only_created=True)
+
+
+@when(
+    "k8s.apply",
+    "the manifest {manifest} is applied as {as}",
+    produces="objects",
+    needs=("k8s", "k8s-write"),
+    effects=("creates-objects",),
+    compensation=_undo_apply,
+)
+def apply(ctx: StepContext, params: ApplyParams) -> list[ObjectRef]:
+    """Create every object of a manifest (existing ones are adopted, not owned)."""
+    c = cluster(ctx)
+    return apply_documents(ctx, load_manifest(c.manifest(params.manifest), c.namespace))
+
+
+class DeleteParams(Params):
+    objects: Ref
+
+
+def _deleted_stay_gone(ctx: StepContext, params: DeleteParams, result: None) -> None:
+    delete_objects(ctx, ctx.bindings[params.objects.name], only_created=True)  # idempotent: verifies they are gone
+
+
+@when(
+    "k8s.delete",
+    "the objects {objects:ref} are deleted",
+    needs=("k8s", "k8s-write"),
+    effects=("deletes-objects",),
+    compensation=_deleted_stay_gone,
+)
+def delete(ctx: StepContext, params: DeleteParams) -> None:
+    """Delete the objects an earlier step of this run created (adopted ones are left as found) and
+    wait until the API no longer has them."""
+    delete_objects(ctx, ctx.bindings[params.objects.name], only_created=True)
+
+
+# -- pods ----------------------------------------------------------------------------------------
+
+
+class PodsRunningParams(Params):
+    selector: str
+    count: int
+
+
+@then("k8s.pods_running", "{count:int} pods matching {selector} are running on the test node", needs=("k8s",))
+def pods_running(ctx: StepContext, params: PodsRunningParams) -> list[str]:
+    """Exactly `count` pods with this label selector are Running on the test node."""
+    pods = cluster(ctx).pods(params.selector)
+    running = sorted(p.metadata.name for p in pods if p.status and p.status.phase == "Running")
+    if len(running) != params.count:
+        raise CheckFailed(
+            f"pods matching {params.selector} on the test node",
+            expected=f"{params.count} running",
+            observed={p.metadata.name: (p.status.phase if p.status else None) for p in pods} or "none",
+        )
+    return running
+
+
+class RestartParams(Params):
+    pod: str
+    watts: int
+
+
+def _put_original_back(ctx: StepContext, params: RestartParams, result: dict[str, Any]) -> None:
+    """Leave a pod under this name with its original annotation (it may belong to a prepared node)."""
+    c = cluster(ctx)
+    original = result["original"]
+    try:
+        current = (c.pod(params.pod).metadata.annotations or {}).get(POWER_ANNOTATION)
+    except NotFound:
+        current = None
+    else:
+        if current == original["metadata"].get("annotations", {}).get(POWER_ANNOTATION):
+            return
+        delete_objects(ctx, [ObjectRef("v1", "Pod", c.namespace, params.pod, created=True)], only_created=False)
+    apply_documents(ctx, [original])
+
+
+@when(
+    "k8s.restart_pod",
+    "the pod {pod} is deleted and created again under the same name, annotated {watts:int} W, as {as}",
+    key="restart_pod",
+    produces="restart record (old and new UID)",
+    needs=("k8s", "k8s-write"),
+    effects=("deletes-objects", "creates-objects"),
+    compensation=_put_original_back,
+)
+def restart_pod(ctx: StepContext, params: RestartParams) -> dict[str, Any]:
+    """Replace a bare pod by one with the same name and spec (so a new UID) and a new power limit.
+
+    A new limit makes the restart observable: the GPU of the old pod keeps the old cap when the
+    pod goes (the agent never restores an idle GPU), so only a write for the new UID changes it.
+    """
+    c = cluster(ctx)
+    old = c.api.sanitize_for_serialization(c.pod(params.pod))
+    original = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {k: old["metadata"][k] for k in ("name", "namespace", "labels", "annotations") if k in old["metadata"]},
+        "spec": {k: v for k, v in old["spec"].items() if k != "nodeName"},
+    }
+    annotations = {**original["metadata"].get("annotations", {}), POWER_ANNOTATION: str(params.watts)}
+    manifest = {**original, "metadata": {**original["metadata"], "annotations": annotations}}
+    delete_objects(ctx, [ObjectRef("v1", "Pod", c.namespace, params.pod, created=True)], only_created=False)
+    apply_documents(ctx, [manifest])
+
+    def running() -> str:
+        pod = c.pod(params.pod)
+        if pod.status is None or pod.status.phase != "Running":
+            raise CheckFailed(f"pod {params.pod} restarted", expected="Running", observed=pod.status.phase if pod.status else None)
+        return str(pod.metadata.uid)
+
+    new_uid = ctx.eventually(running, 300.0, interval=2.0, description=f"pod {params.pod} running again")
+    return {"old_uid": old["metadata"]["uid"], "new_uid": new_uid, "original": original}
+
+
+class PodNewUidParams(Params):
+    pod: str
+    restarted: Ref
+
+
+@then("k8s.new_uid", "the pod {pod} has a new UID since {restarted:ref}", needs=("k8s",))
+def has_new_uid(ctx: StepContext, params: PodNewUidParams) -> None:
+    """The pod under this name is not the one that was there before the restart."""
+    before = ctx.bindings[params.restarted.name]["old_uid"]
+    now = cluster(ctx).pod(params.pod).metadata.uid
+    if now == before:
+        raise CheckFailed(f"pod {params.pod} was replaced", expected=f"a UID other than {before}", observed=now)
+
+
+# -- annotations ---------------------------------------------------------------------------------
+
+
+class AnnotateParams(Params):
+    pod: str
+    watts: int
+
+
+def _restore_annotation(ctx: StepContext, params: AnnotateParams, previous: str | None) -> None:
+    _patch_power(cluster(ctx), params.pod, previous)
+
+
+def _patch_power(c: Cluster, pod: str, value: str | None) -> None:
+    with translated(f"annotate pod {c.namespace}/{pod}"):
+        c.core.patch_namespaced_pod(pod, c.namespace, {"metadata": {"annotations": {POWER_ANNOTATION: value}}})
+
+
+@when(
+    "k8s.set_power_annotation",
+    "the power-limit annotation of pod {pod} is set to {watts:int} W", key="annotate",
+    needs=("k8s", "k8s-write"),
+    effects=("modifies-objects",),
+    compensation=_restore_annotation,
+)
+def set_power_annotation(ctx: StepContext, params: AnnotateParams) -> str | None:
+    """Patch the pod's `dynamo.nvidia.com/gpu-power-limit` (as a planner, or a foreign writer, would)."""
+    c = cluster(ctx)
+    previous = (c.pod(params.pod).metadata.annotations or {}).get(POWER_ANNOTATION)
+    _patch_power(c, params.pod, str(params.watts))
+    return previous
+
+
+class RoleAnnotateParams(Params):
+    role: str
+    dgd: str
+    watts: int
+
+
+def worker_of(c: Cluster, dgd: str, role: str) -> str:
+    """The name of the one worker pod of a DGD with this sub-component role."""
+    pods = [p.metadata.name for p in c.pods(f"{WORKER_SELECTOR},{DGD_LABEL}={dgd},{ROLE_LABEL}={role}")]
+    if len(pods) != 1:
+        raise CheckFailed(f"the {role} worker of {dgd}", expected="exactly one pod", observed=pods or "none")
+    return pods[0]
+
+
+def _restore_role_annotation(ctx: StepContext, params: RoleAnnotateParams, previous: tuple[str, str | None]) -> None:
+    _patch_power(cluster(ctx), previous[0], previous[1])
+
+
+@when(
+    "k8s.set_worker_annotation",
+    "the power-limit annotation of the {role:word} worker of {dgd} is set to {watts:int} W",
+    key="annotate_worker",
+    needs=("k8s", "k8s-write"),
+    effects=("modifies-objects",),
+    compensation=_restore_role_annotation,
+)
+def set_worker_annotation(ctx: StepContext, params: RoleAnnotateParams) -> tuple[str, str | None]:
+    """Overwrite a DGD worker's power-limit annotation, as a foreign writer would (A4)."""
+    c = cluster(ctx)
+    name = worker_of(c, params.dgd, params.role)
+    previous = (c.pod(name).metadata.annotations or {}).get(POWER_ANNOTATION)
+    _patch_power(c, name, str(params.watts))
+    return name, previous
+
+
+class AnnotationIsParams(Params):
+    pod: str
+    watts: int
+
+
+@then("k8s.power_annotation_is", "the power-limit annotation of pod {pod} is {watts:int} W", key="annotation", needs=("k8s",))
+def power_annotation_is(ctx: StepContext, params: AnnotationIsParams) -> None:
+    """The pod's power-limit annotation reads exactly this many watts."""
+    value = (cluster(ctx).pod(params.pod).metadata.annotations or {}).get(POWER_ANNOTATION)
+    if value != str(params.watts):
+        raise CheckFailed(f"power-limit annotation of pod {params.pod}", expected=str(params.watts), observed=value)
+

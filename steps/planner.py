@@ -1,0 +1,164 @@
+"""Planner steps (Path A): expected annotation per DGD and role, one planner per DGD, and which
+pods each planner patched — attributed from the planner's own log lines
+(`Annotated pod <pod> with dynamo.nvidia.com/gpu-power-limit=<W>`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+from stepgraph.dsl import CheckFailed, NoParams, Params, StepContext, then
+
+from ._clients import translated
+from ._cluster import DGD_LABEL, PLANNER_SELECTOR, POWER_ANNOTATION, ROLE_LABEL, WORKER_SELECTOR, Cluster, cluster
+
+PATCH_LINE = re.compile(r"Annotated pod (\S+) with dynamo\.nvidia\.com/gpu-power-limit=(\d+)")
+LOG_TAIL_LINES = 5000  # as the seed's T3
+
+
+def parse_role_table(text: str) -> dict[tuple[str, str], int]:
+    """`"vllm-dgd-a/prefill=350, vllm-dgd-c/decode=300"` → {(dgd, role): watts}."""
+    table: dict[tuple[str, str], int] = {}
+    for item in filter(None, (i.strip() for i in text.split(","))):
+        key, eq, watts = item.partition("=")
+        dgd, slash, role = key.strip().partition("/")
+        if not eq or not slash or not watts.strip().removesuffix("W").strip().isdigit():
+            raise ValueError(f"{item!r}: write <dgd>/<role>=<watts>, e.g. vllm-dgd-a/prefill=350")
+        table[(dgd.strip(), role.strip())] = int(watts.strip().removesuffix("W").strip())
+    if not table:
+        raise ValueError("an empty table — write e.g. \"vllm-dgd-a/prefill=350, vllm-dgd-a/decode=325\"")
+    return table
+
+
+def _role_table(text: str) -> str:
+    parse_role_table(text)
+    return text
+
+
+RoleTable = Annotated[str, AfterValidator(_role_table)]
+
+
+def _names(text: str) -> list[str]:
+    return sorted(filter(None, (n.strip() for n in text.split(","))))
+
+
+def planner_patches(c: Cluster) -> dict[str, list[tuple[str, int]]]:
+    """{DGD: [(patched pod, watts), ...]} read from each planner pod's log."""
+    found: dict[str, list[tuple[str, int]]] = {}
+    for pod in c.pods(PLANNER_SELECTOR, on_node=False):
+        dgd = (pod.metadata.labels or {}).get(DGD_LABEL, "?")
+        with translated(f"read log of planner {pod.metadata.name}"):
+            log = c.core.read_namespaced_pod_log(pod.metadata.name, c.namespace, tail_lines=LOG_TAIL_LINES)
+        found.setdefault(dgd, []).extend((m.group(1), int(m.group(2))) for m in PATCH_LINE.finditer(log or ""))
+    return found
+
+
+class TableParams(Params):
+    table: RoleTable
+
+
+@then("planner.worker_annotations", "the worker pods carry the power limits {table}", needs=("k8s",))
+def worker_annotations(ctx: StepContext, params: TableParams) -> None:
+    """A1/A2: one worker pod per (DGD, role) of the table, each annotated with its watts."""
+    want = parse_role_table(params.table)
+    seen: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
+    for pod in cluster(ctx).pods(WORKER_SELECTOR):
+        labels = pod.metadata.labels or {}
+        key = (labels.get(DGD_LABEL, "?"), labels.get(ROLE_LABEL, "?"))
+        seen.setdefault(key, []).append((pod.metadata.name, (pod.metadata.annotations or {}).get(POWER_ANNOTATION)))
+    observed = {f"{d}/{r}": [f"{n}={v}" for n, v in pods] for (d, r), pods in sorted(seen.items())}
+    ok = set(seen) == set(want) and all(
+        len(pods) == 1 and pods[0][1] == str(want[key]) for key, pods in seen.items()
+    )
+    if not ok:
+        raise CheckFailed(
+            "worker pods and their power-limit annotations",
+            expected={f"{d}/{r}": w for (d, r), w in sorted(want.items())},
+            observed=observed or "no worker pods",
+        )
+
+
+class DgdsParams(Params):
+    dgds: str
+
+
+@then("planner.one_per_dgd", "there is one planner pod for each DGD of {dgds}", key="planner_per_dgd", needs=("planner",))
+def one_per_dgd(ctx: StepContext, params: DgdsParams) -> None:
+    """Exactly one planner pod per named DGD."""
+    pods = cluster(ctx).pods(PLANNER_SELECTOR, on_node=False)
+    observed = sorted((p.metadata.labels or {}).get(DGD_LABEL, "?") for p in pods)
+    if observed != _names(params.dgds):
+        raise CheckFailed("planner pods per DGD", expected=_names(params.dgds), observed=observed or "none")
+
+
+@then(
+    "planner.patches_own_dgd_only", "every planner patched worker pods of its own DGD only", key="planner_own_dgd_only", needs=("planner",)
+)
+def patches_own_dgd_only(ctx: StepContext, params: NoParams) -> None:
+    """A2 strict: each planner logged ≥ 1 patch, and none of a pod outside its own DGD."""
+    c = cluster(ctx)
+    owner = {p.metadata.name: (p.metadata.labels or {}).get(DGD_LABEL) for p in c.pods(WORKER_SELECTOR, on_node=False)}
+    violations = []
+    patches = planner_patches(c)
+    if not patches:
+        violations.append("no planner pods found")
+    for dgd, patched in sorted(patches.items()):
+        if not patched:
+            violations.append(f"planner of {dgd} logged no patch")
+        for pod, watts in patched:
+            if pod not in owner:
+                violations.append(f"planner of {dgd} patched unknown pod {pod} ({watts} W)")
+            elif owner[pod] != dgd:
+                violations.append(f"CROSS-DGD: planner of {dgd} patched {pod} of {owner[pod]} ({watts} W)")
+    if violations:
+        raise CheckFailed("planner patches stay within their DGD", expected="no violations", observed=violations)
+
+
+class NoPatchParams(Params):
+    dgd: str
+    watts: int
+
+
+@then(
+    "planner.never_patched_with",
+    "the planner of {dgd} never patched a pod with {watts:int} W",
+    key="planner_never_patched",
+    needs=("planner",),
+)
+def never_patched_with(ctx: StepContext, params: NoPatchParams) -> None:
+    """A3: an agg planner runs only its decode branch, so its prefill limit never appears in a patch."""
+    patched = planner_patches(cluster(ctx)).get(params.dgd)
+    if patched is None:
+        raise CheckFailed(f"planner of {params.dgd}", expected="a planner pod", observed="none")
+    bad = [f"{pod}={w}" for pod, w in patched if w == params.watts]
+    if bad:
+        raise CheckFailed(f"patches by the planner of {params.dgd}", expected=f"none with {params.watts} W", observed=bad)
+
+
+class OnlyWorkerParams(Params):
+    dgd: str
+    role: str
+    watts: int
+
+
+@then(
+    "planner.only_worker",
+    "the DGD {dgd} has exactly one worker pod, of role {role}, annotated {watts:int} W",
+    needs=("k8s",),
+)
+def only_worker(ctx: StepContext, params: OnlyWorkerParams) -> None:
+    """A3: the aggregated DGD's single worker is its decode worker, carrying the decode limit."""
+    pods = [p for p in cluster(ctx).pods(WORKER_SELECTOR) if (p.metadata.labels or {}).get(DGD_LABEL) == params.dgd]
+    observed = [
+        (p.metadata.name, (p.metadata.labels or {}).get(ROLE_LABEL), (p.metadata.annotations or {}).get(POWER_ANNOTATION))
+        for p in pods
+    ]
+    if len(observed) != 1 or observed[0][1:] != (params.role, str(params.watts)):
+        raise CheckFailed(
+            f"worker pods of {params.dgd}",
+            expected=f"one {params.role} worker annotated {params.watts}",
+            observed=observed or "none",
+        )

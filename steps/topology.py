@@ -1,0 +1,93 @@
+"""Topology steps: bring up the multi-DGD topology the target offers — Path A (three DGDs whose
+operator renders worker and planner pods) or Path B (five stub workers) — and take it down again,
+verifying that every GPU is back at its default limit.
+
+The path comes from the target's capabilities (`path-a` / `path-b`); manifests come from the
+session's variant folder (examples/manifests/<variant>/). What already runs (a live node prepared
+by hand) is adopted, not owned: it is neither deleted nor reset afterwards.
+"""
+
+from __future__ import annotations
+
+from stepgraph.dsl import CheckFailed, NoParams, StepContext, given
+
+from ._cluster import PLANNER_SELECTOR, WORKER_SELECTOR, cluster
+from .k8s import ObjectRef, apply_documents, delete_objects, load_manifest
+from .nvml import restore_defaults
+
+PATH_B_MANIFESTS = ("50-stub-workers.yaml",)
+PATH_A_MANIFESTS = ("30-vllm-dgd-a.yaml", "31-vllm-dgd-b.yaml", "32-vllm-dgd-c.yaml")
+WORKERS = 5
+PLANNERS = 3
+TEST_POD_SELECTOR = "purpose=power-aware-multi-dgd-test"
+STARTUP_DEADLINE_S = 300.0  # the seed's README waits 5 min for the stubs to be Ready
+
+
+def path_of(ctx: StepContext) -> str:
+    """`a` or `b`, from the target's capabilities."""
+    if "path-a" in ctx.capabilities:
+        return "a"
+    if "path-b" in ctx.capabilities:
+        return "b"
+    raise CheckFailed("topology path", expected="target capability path-a or path-b", observed=sorted(ctx.capabilities))
+
+
+def _running(ctx: StepContext, selector: str, count: int, what: str, on_node: bool = True) -> None:
+    c = cluster(ctx)
+
+    def ready() -> None:
+        # List without the node filter so unscheduled (Pending) pods show in the failure too.
+        pods = c.pods(selector, on_node=False)
+        running = [p for p in pods if p.status and p.status.phase == "Running" and (not on_node or p.spec.node_name == c.node)]
+        if len(running) != count or len(pods) != count:
+            raise CheckFailed(
+                f"{what} running",
+                expected=f"{count} running",
+                observed={p.metadata.name: p.status.phase if p.status else None for p in pods} or "none",
+            )
+
+    ctx.eventually(ready, STARTUP_DEADLINE_S, interval=5.0, description=f"{count} {what} running")
+
+
+def _take_down(ctx: StepContext, params: NoParams, refs: list[ObjectRef]) -> None:
+    if not any(r.created for r in refs):
+        return  # adopted topology (prepared outside the run): leave it and its caps alone
+    delete_objects(ctx, refs, only_created=True)
+    c = cluster(ctx)
+
+    def test_pods_gone() -> None:
+        left = [p.metadata.name for p in c.pods(TEST_POD_SELECTOR, on_node=False)]
+        if left:
+            raise CheckFailed("the topology's pods are gone", expected="none", observed=left)
+
+    # Restore only once no workload holds a GPU: a running pod's next agent tick would re-cap it.
+    ctx.eventually(test_pods_gone, 120.0, interval=5.0, description="topology pods deleted")
+    restore_defaults(c)
+
+
+@given(
+    "topology.running",
+    "the multi-DGD topology is running on the test node",
+    key="topology",
+    needs=("k8s", "k8s-write", "agent"),
+    effects=("creates-objects",),
+    compensation=_take_down,
+)
+def running(ctx: StepContext, params: NoParams) -> list[ObjectRef]:
+    """Path B: five stub workers (1+1+2+2+2 GPUs). Path A: DGDs A, B, C with one planner each."""
+    c = cluster(ctx)
+    names = PATH_A_MANIFESTS if path_of(ctx) == "a" else PATH_B_MANIFESTS
+    refs: list[ObjectRef] = []
+    for name in names:
+        refs += apply_documents(ctx, load_manifest(c.manifest(name), c.namespace))
+    try:
+        _running(ctx, WORKER_SELECTOR, WORKERS, "worker pods")
+        if path_of(ctx) == "a":
+            _running(ctx, PLANNER_SELECTOR, PLANNERS, "planner pods", on_node=False)
+    except BaseException as failure:
+        try:  # the compensation is pushed only once the step returns, so clean up here
+            _take_down(ctx, params, refs)
+        except Exception as cleanup:
+            failure.add_note(f"cleaning up after the failed bring-up also failed: {cleanup}")
+        raise
+    return refs

@@ -1,0 +1,192 @@
+"""`--target twin` (the default): a world profile → an embedded twin cluster and a session on its
+virtual clock, whose teardown verifies that the run left nothing behind.
+
+Options (`--target-option KEY=VALUE`, or the environment): `world` — a profile name from
+examples/profiles (`path-b`, `path-b-dcgm`, `path-a`, `path-a-dcgm`…) or a world file path
+(`STEPGRAPH_WORLD`; default `path-b`); `seed` — overrides the world's seed; `actuator` — `nvml` or
+`dcgm` (the latter also installs the hostengine); `variant` — `target` or `kaim` (namespace and
+node label, contract §0); `faults` — switches to flip at start, as a YAML
+flow mapping (`{agent_ignores_conflicts: true}`); `world_dgds` — `own`
+(default: the catalog creates the DGDs from our manifests, so the run owns and removes them) or
+`keep` (the world's DGDs are pre-deployed, as on a prepared live node); `metrics_via` — `exec`
+(the probe inside the agent pod, default) or `proxy` (the API server's pod proxy).
+
+At stop the target checks, on the twin itself, that every object the run created in the test
+namespace is gone and every GPU is back at its default limit; if not, stopping fails the run
+with the list of what was left — the twin is stopped either way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from stepgraph.dsl import Session, TargetConfigError, TargetSession
+from stepgraph.twin import Twin
+from stepgraph.twin.world import World, WorldError, load_world, profile
+from stepgraph.twin.world_install import build_twin
+
+CHECKED_RESOURCES = ("pods", "configmaps", "services", "daemonsets.apps", "dynamographdeployments.nvidia.com")
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class TeardownError(AssertionError):
+    """The run left objects behind or a GPU off its default limit."""
+
+
+def world_capabilities(world: World) -> set[str]:
+    """What scenarios may use on a twin built from `world`."""
+    caps = {"k8s", "k8s-write", "nvml", "twin", f"variant-{world.variant}", f"agent-{world.agent.generation.lower()}"}
+    if world.agent.install:
+        caps.add("agent")
+    if world.agent.actuator == "dcgm" and world.hostengine.install:
+        caps.add("dcgm")
+    if world.operator.install:
+        caps.add("path-a")
+        caps.add(f"planner-{world.operator.planner_generation}")
+        if world.operator.planner_generation == "pod-patching":
+            caps.add("planner")
+    else:
+        caps.add("path-b")
+    return caps
+
+
+def resolve_world(options: Mapping[str, str], env: Mapping[str, str]) -> World:
+    """The world named by the options (or STEPGRAPH_WORLD), with seed, faults and DGD overrides."""
+    name = options.get("world") or env.get("STEPGRAPH_WORLD") or "path-b"
+    path = Path(name) if name.endswith((".yaml", ".yml")) else profile(name)
+    try:
+        world = load_world(path)
+    except WorldError as exc:
+        raise TargetConfigError(f"twin world: {exc}") from None
+    data = world.model_dump()
+    if "seed" in options:
+        try:
+            data["seed"] = int(options["seed"])
+        except ValueError:
+            raise TargetConfigError(f"twin: seed={options['seed']!r} is not an integer — e.g. seed=7") from None
+    if options.get("faults"):
+        try:
+            flips = YAML(typ="safe").load(options["faults"])
+        except YAMLError:
+            flips = None
+        if not isinstance(flips, dict):
+            raise TargetConfigError(f"twin: faults={options['faults']!r} — write a YAML mapping, e.g. faults={{nvml_no_permission: true}}")
+        data["faults"] = {**data["faults"], **flips}
+    actuator = options.get("actuator")
+    if actuator is not None:
+        if actuator not in ("nvml", "dcgm"):
+            raise TargetConfigError(f"twin: actuator={actuator!r} — use nvml or dcgm")
+        data["agent"]["actuator"] = actuator
+        data["hostengine"]["install"] = data["hostengine"]["install"] or actuator == "dcgm"
+    variant = options.get("variant")
+    if variant is not None:
+        if variant not in ("target", "kaim"):
+            raise TargetConfigError(f"twin: variant={variant!r} — use target or kaim")
+        data["variant"] = variant
+    dgds = options.get("world_dgds", "own")
+    if dgds not in ("own", "keep"):
+        raise TargetConfigError(f"twin: world_dgds={dgds!r} — use own or keep")
+    if dgds == "own":
+        data["dgds"] = []
+    try:
+        return World.model_validate(data)
+    except ValueError as exc:
+        raise TargetConfigError(f"twin: {' '.join(str(exc).split())}") from None
+
+
+class TwinTarget:
+    """The `twin` target (entry point `stepgraph.targets: twin`)."""
+
+    name = "twin"
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self._env = dict(os.environ if env is None else env)
+        self.world: World | None = None
+        self.metrics_via = "exec"
+        self.twin: Twin | None = None
+        self._before: dict[str, set[str]] = {}
+
+    def configure(self, options: Mapping[str, str]) -> None:
+        self.world = resolve_world(options, self._env)
+        self.metrics_via = options.get("metrics_via", "exec")
+        if self.metrics_via not in ("exec", "proxy"):
+            raise TargetConfigError(f"twin: metrics_via={self.metrics_via!r} — use exec or proxy")
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        if self.world is None:
+            self.configure({})
+        assert self.world is not None
+        return frozenset(world_capabilities(self.world))
+
+    def start(self, options: Mapping[str, str]) -> TargetSession:
+        if self.world is None or options:
+            self.configure(options)
+        world = self.world
+        assert world is not None
+        self.twin = build_twin(world).start()
+        self._before = self._objects()
+        facts = {
+            "target": "twin",
+            "world": world.name,
+            "seed": world.seed,
+            "variant": world.variant,
+            "namespace": world.namespace,
+            "node": world.nodes[0].name,
+            "actuator": world.agent.actuator,
+            "agent_generation": world.agent.generation,
+            "path": "A" if world.operator.install else "B",
+            "manifests": str(REPO_ROOT / "examples" / "manifests" / world.variant),
+            "metrics_via": self.metrics_via,
+            "faults": {k: v for k, v in world.faults.model_dump().items() if v not in (False, [], "seeded", "4.5")},
+        }
+        return Session(
+            clock=self.twin.clock,
+            kubeconfig=str(self.twin.kubeconfig_path),
+            tick_seconds=world.timing.agent_tick_seconds,
+            capabilities=set(world_capabilities(world)),
+            facts=facts,
+        )
+
+    def _objects(self) -> dict[str, set[str]]:
+        assert self.twin is not None and self.world is not None
+        found: dict[str, set[str]] = {}
+        for resource in CHECKED_RESOURCES:
+            try:
+                items = self.twin.store.list(resource, self.world.namespace)
+            except Exception:
+                items = []
+            found[resource] = {obj["metadata"]["name"] for obj in items}
+        return found
+
+    def leftovers(self) -> list[str]:
+        """What the run created and did not remove, and every GPU not at its default limit."""
+        assert self.twin is not None
+        problems = [
+            f"{resource} {name} was created by the run and is still there"
+            for resource, names in self._objects().items()
+            for name in sorted(names - self._before.get(resource, set()))
+        ]
+        board = self.twin.gpu.devices.board  # type: ignore[attr-defined]
+        problems += [
+            f"GPU {gpu.index} is at {gpu.limit_w} W, not its default {gpu.default_mw // 1000} W"
+            for gpu in board.gpus
+            if gpu.limit_mw != gpu.default_mw
+        ]
+        return problems
+
+    def stop(self, session: TargetSession) -> None:
+        if self.twin is None:
+            return
+        try:
+            problems = self.leftovers()
+        finally:
+            self.twin.stop()
+            self.twin = None
+        if problems:
+            raise TeardownError("the run did not clean up after itself:\n  - " + "\n  - ".join(problems))

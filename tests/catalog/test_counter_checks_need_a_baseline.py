@@ -1,0 +1,74 @@
+"""Static check 7 and the catalog: counter checks compare against a baseline bound in the same
+scenario; the one absolute counter check is declared as such, so the compiler rejects it after a
+scenario that increments the agent's counters — and the catalog itself has no such hazard."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from stepgraph.dsl import REGISTRY, Ref
+from stepgraph.dsl.compiler import compile_file
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOG = ROOT / "scenarios" / "multi_dgd"
+RELATIVE_CHECKS = {"agent.counter_grew", "agent.counter_unchanged"}
+
+
+def test_counter_checks_are_relative_or_declared_absolute() -> None:
+    REGISTRY.load_entry_points()
+    checks = {d.id: d for d in REGISTRY if d.keyword == "then" and "counter" in d.id}
+    assert set(checks) == RELATIVE_CHECKS | {"agent.counter_is"}
+    for step_id in RELATIVE_CHECKS:
+        since = checks[step_id].params.model_fields["since"]
+        assert since.annotation is Ref and since.is_required() and not checks[step_id].absolute
+    assert checks["agent.counter_is"].absolute == {"agent-counters"}
+    assert "increments-agent-counters" in REGISTRY.steps["agent.conflict_bystander"].effects
+
+
+def test_catalog_counter_checks_read_a_baseline_taken_in_the_same_scenario() -> None:
+    checked = 0
+    for path in sorted(p for p in CATALOG.iterdir() if p.suffix in (".feature", ".yaml")):
+        compiled = compile_file(path, REGISTRY)
+        assert compiled.ok, compiled.diagnostics
+        for scenario in compiled.feature.scenarios:
+            calls = [*compiled.feature.background, *scenario.steps]
+            assert not any(c.decl.absolute for c in calls), (path.name, scenario.name)
+            for i, call in enumerate(calls):
+                if call.step_id in RELATIVE_CHECKS:
+                    producers = [c for c in calls[:i] if c.bind_as == call.params.since.name]
+                    assert [c.step_id for c in producers] == ["agent.baseline"], (path.name, scenario.name)
+                    topology = max(j for j, c in enumerate(calls) if c.step_id == "topology.running")
+                    assert calls.index(producers[0]) > topology, "baseline after the topology is up"
+                    checked += 1
+    assert checked == 8  # B5 (2), B4-D3 (5), B8 (1): every counter check of the catalog
+
+
+ABSOLUTE = """\
+@id:B4-ABSOLUTE @design:8.5.5
+Feature: The seed's absolute zero-counter check
+  Background:
+    Given the Power Agent is running on the test node
+    And the multi-DGD topology is running on the test node
+
+  Scenario: Counters are absolutely zero
+    Then the counter "multi_pod_gpu_total" is 0
+"""
+
+
+def _lint(folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "stepgraph.dsl.cli", "lint", str(folder)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+
+
+def test_lint_rejects_an_absolute_counter_check_after_the_conflict_scenario(tmp_path: Path) -> None:
+    shutil.copy(CATALOG / "conflict.feature", tmp_path / "a_conflict.feature")
+    (tmp_path / "b_absolute.feature").write_text(ABSOLUTE)
+    after = _lint(tmp_path)
+    assert after.returncode == 2
+    assert "b_absolute.feature:8:" in after.stdout + after.stderr
+    assert "agent.counter_is asserts the absolute value of agent-counters" in after.stdout + after.stderr
+    (tmp_path / "b_absolute.feature").rename(tmp_path / "0_absolute.feature")  # now it runs first
+    assert _lint(tmp_path).returncode == 0

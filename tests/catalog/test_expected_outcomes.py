@@ -1,0 +1,86 @@
+"""The catalog's PASS/SKIP counts per §1.1 combination (Path A/B × NVML/DCGM) on the twin."""
+
+from __future__ import annotations
+
+import pytest
+from catalog_runs import WORLD_ARGS, CatalogRun, world_runs
+
+PATH_A_ONLY = {"A3", "A2-strict", "A4"}
+PATH_B_ONLY = {"C1", "E2"}
+DCGM_ONLY = {"DCGM-CURRENT", "B8"}
+EVERY = {"A1-A2", "A3", "A2-strict", "B2", "B4-D3", "NVML-CAPS", "B5", "DCGM-CURRENT", "B8", "C1", "E2", "A4"}
+
+# world → (scenarios skipped, (passed, skipped)) — the table in scenarios/multi_dgd/README.md
+WORLDS = {
+    "path-b-nvml": (PATH_A_ONLY | DCGM_ONLY, (7, 5)),
+    "path-b-dcgm": (PATH_A_ONLY, (9, 3)),
+    "path-a-nvml": (PATH_B_ONLY | DCGM_ONLY, (8, 4)),
+    "path-a-dcgm": (PATH_B_ONLY, (10, 2)),
+}
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, CatalogRun]:
+    assert set(WORLDS) == set(WORLD_ARGS)
+    return world_runs()
+
+
+@pytest.mark.parametrize("world", sorted(WORLDS))
+def test_catalog_yields_the_documented_pass_and_skip_counts(runs: dict[str, CatalogRun], world: str) -> None:
+    skipped, (n_passed, n_skipped) = WORLDS[world]
+    run = runs[world]
+    assert run.returncode == 0, run.output[-3000:]
+    assert run.ids("skipped") == skipped
+    assert run.ids("passed") == EVERY - skipped
+    assert (len(run.ids("passed")), len(run.ids("skipped"))) == (n_passed, n_skipped)
+
+
+def test_skips_name_the_missing_capability(runs: dict[str, CatalogRun]) -> None:
+    run = runs["path-b-nvml"]
+    assert "lacks dcgm" in run.outcomes["B8"]["text"]
+    assert "lacks path-a" in run.outcomes["A4"]["text"]
+
+
+def test_the_kaim_variant_runs_the_same_catalog_from_its_own_manifests() -> None:
+    from catalog_runs import run_catalog
+
+    from stepgraph.targets.twin import TwinTarget
+
+    target = TwinTarget(env={})
+    target.configure({"variant": "kaim"})
+    assert target.world.namespace == "kaim-dynamo-system" and "variant-kaim" in target.capabilities
+    run = run_catalog("--target-option", "world=path-b", "--target-option", "variant=kaim",
+                      files=("nvml_caps.feature", "conflict.feature"))
+    assert run.returncode == 0, run.output[-3000:]
+    assert run.ids("passed") == {"NVML-CAPS", "B5"}
+
+
+def test_world_option_and_ini_name_the_twin_world() -> None:
+    from catalog_runs import run_catalog
+
+    by_flag = run_catalog("--world", "path-a", files=("annotations.feature",))
+    by_ini = run_catalog("-o", "stepgraph_world=path-a", files=("annotations.feature",))
+    explicit = run_catalog("--world", "path-a", "--target-option", "world=path-b", files=("annotations.feature",))
+    assert by_flag.ids("passed") == by_ini.ids("passed") == {"A1-A2", "A3", "A2-strict"}
+    assert explicit.ids("skipped") == {"A3", "A2-strict"}  # an explicit --target-option wins
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"world": "no-such-world"}, r"no-such-world\.yaml:1:1: cannot read the world file"),
+        ({"faults": "{no_such_switch: true}"}, r"no_such_switch"),
+        ({"faults": "[not, a, mapping]"}, r"write a YAML mapping"),
+        ({"seed": "seven"}, r"seed='seven' is not an integer"),
+        ({"actuator": "smi"}, r"actuator='smi' — use nvml or dcgm"),
+    ],
+)
+def test_bad_twin_options_are_one_line_config_errors(options: dict[str, str], message: str) -> None:
+    from stepgraph.dsl import TargetConfigError
+    from stepgraph.targets.twin import TwinTarget
+
+    with pytest.raises(TargetConfigError, match=message):
+        TwinTarget(env={}).configure(options)
+    from catalog_runs import run_catalog
+
+    assert run_catalog(*[f"--target-option={k}={v}" for k, v in options.items()], files=("nvml_caps.feature",)).returncode == 2

@@ -1,0 +1,108 @@
+"""Discrimination: for every scenario, a twin fault switch that breaks the behaviour it checks makes
+it fail, and the failure says what was expected and what was observed. Switches that model a
+harmless variation (the other dcgmi JSON shape, in-order GPU assignment) must keep it green.
+"""
+
+from __future__ import annotations
+
+import pytest
+from catalog_runs import CatalogRun, run_many
+from ruamel.yaml import YAML
+from twin_fault_flips import FlipAfterStep
+
+AFTER_CAPS = "within 3 agent ticks the NVML power limits of all GPUs are"
+# (world, fault switches[, flipped after the step starting with]) → scenario files run together;
+# scenario id → text its failure must show.
+BREAKING: dict[tuple[str, ...], tuple[tuple[str, ...], dict[str, tuple[str, ...]]]] = {
+    ("path-a", "{planner_patches_foreign_pod: true}"): (
+        ("annotations.feature", "foreign_overwrite.feature"),
+        {"A1-A2": ("expected: {'vllm-dgd-a/decode': 325", "observed:"),
+         "A2-strict": ("expected:", "observed:"),
+         "A4": ("expected:", "observed:")},
+    ),
+    ("path-a", "{agg_planner_runs_prefill: true}"): (
+        ("annotations.feature",),
+        {"A3": ("patches by the planner of vllm-dgd-c", "expected: none with 375 W", "observed: ['vllm-dgd-c-")},
+    ),
+    ("path-b", "{nvml_no_permission: true}"): (
+        ("applied_limit_metric.yaml", "nvml_caps.feature"),
+        {"B2": ("applied_limit_watts", "expected: [300, 300, 325", "observed: {}"),
+         "NVML-CAPS": ("expected: [300, 300, 325", "observed: {0: 400")},
+    ),
+    # Flipped once the topology's caps are in place, so only the change under test meets the fault.
+    ("path-b", "{nvml_no_permission: true}", AFTER_CAPS): (
+        ("annotation_change.feature", "pod_restart.feature"),
+        {"C1": ("expected: [310, 310, 325, 325, 325, 350, 375, 375]", "observed:", ": 300"),
+         "E2": ("expected: [300, 300, 325, 325, 325, 360, 375, 375]", "observed:", ": 350")},
+    ),
+    ("path-b", "{nvml_no_permission: true}", "a baseline of the Power Agent counters"): (
+        ("zero_counters.yaml",),
+        {"B4-D3": ("counter apply_failures_total since c0", "expected: unchanged at 0", "observed:")},
+    ),
+    ("path-b", "{agent_ignores_conflicts: true}"): (
+        ("conflict.feature",),
+        {"B5": ("multi_pod_gpu_total{disposition=conflict}", "expected: grew by ≥ 1", "observed: grew by 0")},
+    ),
+    ("path-b", "{agent_writes_wrong_gpu: true}"): (
+        ("conflict.feature",),
+        {"B5": ("NVML power limit of GPU", "expected: 280 W", "observed:")},
+    ),
+    ("path-b-dcgm", "{dcgm_enforce_fails_gpus: [0]}"): (
+        ("zero_counters.yaml", "dcgm_target.yaml"),
+        {"B4-D3": ("dcgm_enforce_failures_total", "expected: unchanged at", "observed:"),
+         "B8": ("dcgm_enforce_failures_total", "expected: unchanged at", "observed:")},
+    ),
+    ("path-b-dcgm", "{rbac_namespace_restricted: true}"): (
+        ("dcgm_current.yaml",),
+        {"DCGM-CURRENT": ("DCGM groups", "expected: dynamo-power-agent-gpu-<idx> groups", "observed: none")},
+    ),
+    ("path-b-dcgm", "{exec_preload_mangles_json: true}"): (
+        ("dcgm_current.yaml",),
+        {"DCGM-CURRENT": ("is not dcgmi JSON", "\"{'body':")},
+    ),
+}
+HARMLESS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("path-b-dcgm", "{dcgm_version: '4.4'}"): ("dcgm_current.yaml", "dcgm_target.yaml"),
+    ("path-b", "{gpu_assignment: sequential}"): ("conflict.feature", "nvml_caps.feature"),
+}
+CATALOG_IDS = {"A1-A2", "A3", "A2-strict", "B2", "B4-D3", "NVML-CAPS", "B5", "DCGM-CURRENT", "B8", "C1", "E2", "A4"}
+
+
+def _job(world: str, faults: str, *after: str, files: tuple[str, ...]) -> dict:
+    if after:  # flip at run time, right after that step
+        switches = YAML(typ="safe").load(faults)
+        return {"args": ["--target-option", f"world={world}"], "files": files, "plugins": (FlipAfterStep(after[0], switches),)}
+    return {"args": ["--target-option", f"world={world}", "--target-option", f"faults={faults}"], "files": files}
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[tuple[str, ...], CatalogRun]:
+    jobs = {key: _job(*key, files=files) for key, (files, _) in BREAKING.items()}
+    jobs |= {key: _job(*key, files=files) for key, files in HARMLESS.items()}
+    return run_many(jobs)
+
+
+def test_every_scenario_has_a_breaking_fault() -> None:
+    covered = {sid for _, checks in BREAKING.values() for sid in checks}
+    assert covered == CATALOG_IDS
+
+
+@pytest.mark.parametrize(
+    ("key", "scenario"), [(key, sid) for key, (_, checks) in BREAKING.items() for sid in checks], ids=lambda v: str(v)
+)
+def test_fault_makes_the_scenario_fail_saying_expected_and_observed(
+    runs: dict[tuple[str, ...], CatalogRun], key: tuple[str, ...], scenario: str
+) -> None:
+    run = runs[key]
+    result = run.outcomes.get(scenario)
+    assert result is not None, run.output[-2000:]
+    assert result["outcome"] == "failed", f"{scenario} did not fail under {key}"
+    for text in BREAKING[key][1][scenario]:
+        assert text in result["text"], f"{scenario} under {key}: {text!r} not in the failure:\n{result['text'][-1500:]}"
+
+
+@pytest.mark.parametrize("key", list(HARMLESS), ids=str)
+def test_harmless_variation_keeps_the_scenarios_green(runs: dict[tuple[str, ...], CatalogRun], key: tuple[str, str]) -> None:
+    run = runs[key]
+    assert run.returncode == 0, run.output[-3000:]
+    assert run.ids("passed") and not run.ids("failed") | run.ids("error")
