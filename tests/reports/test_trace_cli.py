@@ -296,3 +296,14 @@ def test_unwritable_outputs_and_corrupt_locks_exit_2(tmp_path: Path, doc: Path, 
     assert trace(tmp_path, "--design", str(doc), "--results", str(run), "--lock", str(lock), "--update-lock")[0] == 2
     assert f"{lock}:1:12: review lock is not valid JSON" in capsys.readouterr().err
     assert lock.read_text() == '{"schema": '  # nothing overwritten
+
+
+def test_an_expectation_whose_world_was_not_run_is_not_run_not_unmet(tmp_path: Path, doc: Path) -> None:
+    run = write_results(tmp_path / "r.json", [record("B1")])
+    expect = tmp_path / "expect.yaml"
+    expect.write_text("- name: stub-workers\n  world: stub-workers\n  expect: {passed: 1}\n"
+                      "- name: DCGM pass\n  world: path-b-dcgm\n  expect: {passed: 9, skipped: 3}\n")
+    code, result = trace(tmp_path, "--design", str(doc), "--results", str(run), "--expect", str(expect), "--format", "json,md")
+    assert [(e["name"], e["ran"], e["ok"]) for e in result["expectations"]] == [("stub-workers", True, True), ("DCGM pass", False, True)]
+    assert code == 0  # one file declares every world; each run checks the worlds it ran
+    assert "⚪ not run — DCGM pass: expected 9 passed / 3 skipped" in (tmp_path / "out" / "trace.md").read_text()
