@@ -33,10 +33,9 @@ class CompiledFile:
 
 
 def display_path(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
+    """A path under the working folder, relative to it (clickable, the same on every machine); others as given."""
+    relative = os.path.relpath(path)
+    return str(path) if relative.startswith(os.pardir) else relative
 
 
 def compile_file(

@@ -234,3 +234,18 @@ def test_a_broken_step_library_is_one_line_not_a_traceback(tmp_path: Path) -> No
     result = subprocess.run([sys.executable, "-m", "stepgraph.dsl.cli", "steps"], capture_output=True, text=True, env=env, check=False)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr == ("stepgraph: step library 'brokensteps': step 'Bad Id': ids are dotted lower-case names like 'k8s.apply'\n")
+
+
+def test_errors_name_files_outside_the_working_folder_as_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    bad = tmp_path / "elsewhere" / "bad.yaml"
+    bad.write_text("title: T\nsteps:\n  - no_such_step: {}\n")
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    code, out, _ = run(["lint", str(bad)], capsys)
+    assert (code, out.splitlines()[0]) == (2, f"{bad}:3:5: unknown step 'no_such_step' — run `stepgraph steps` to list the steps")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(["lint", str(bad)], capsys)
+    assert out.splitlines()[0].startswith("elsewhere/bad.yaml:3:5: ")
