@@ -12,10 +12,11 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from stepgraph.dsl import CheckFailed, Params, StepContext, multiset_equal, then
+from stepgraph.dsl import CheckFailed, Params, StepContext, then
 
+from ._caps import require_caps_multiset
 from ._cluster import HOSTENGINE_SELECTOR, Cluster, cluster
-from ._parsers import parse_dcgmi_agent_groups, parse_dcgmi_power_limit, parse_watts_list, watts_list
+from ._parsers import parse_dcgmi_agent_groups, parse_dcgmi_power_limit, watts_list
 
 WattsList = Annotated[str, AfterValidator(watts_list)]
 
@@ -41,13 +42,7 @@ class CapsParams(Params):
 def _check(ctx: StepContext, caps: str, which: int, label: str) -> None:
     readings = power_limits(cluster(ctx))
     observed = {idx: pair[which] for idx, pair in readings.items()}
-    result = multiset_equal(parse_watts_list(caps), observed.values())
-    if not result:
-        raise CheckFailed(
-            f"DCGM {label} power limits of the agent groups, in any GPU order: {result.detail}",
-            expected=result.expected,
-            observed=observed,
-        )
+    require_caps_multiset(f"DCGM {label} power limits of the agent groups", caps, observed)
 
 
 @then("dcgm.current_caps", "the DCGM current power limits are {caps} in any GPU order", key="dcgm_current", needs=("dcgm",))

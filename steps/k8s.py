@@ -125,7 +125,8 @@ class ApplyParams(Params):
     manifest: str
 
 
-def _undo_apply(ctx: StepContext, params: ApplyParams, refs: list[ObjectRef]) -> None:
+def delete_created(ctx: StepContext, params: Params, refs: list[ObjectRef]) -> None:
+    """Compensation of a step that created objects: delete what it created (adopted objects stay) and wait until gone."""
     delete_objects(ctx, refs, only_created=True)
 
 
@@ -135,7 +136,7 @@ def _undo_apply(ctx: StepContext, params: ApplyParams, refs: list[ObjectRef]) ->
     produces="objects",
     needs=("k8s", "k8s-write"),
     effects=("creates-objects",),
-    compensation=_undo_apply,
+    compensation=delete_created,
 )
 def apply(ctx: StepContext, params: ApplyParams) -> list[ObjectRef]:
     """Create every object of a manifest (existing ones are adopted, not owned)."""

@@ -12,11 +12,12 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from stepgraph.dsl import CheckFailed, NoParams, Params, Ref, StepContext, given, multiset_equal, then
+from stepgraph.dsl import CheckFailed, NoParams, Params, Ref, StepContext, given, then
 
 from . import probes
+from ._caps import require_caps_multiset
 from ._cluster import Cluster, cluster, run_locally
-from ._parsers import parse_index_lists, parse_kv_lines, parse_watts_list, watts_list
+from ._parsers import parse_index_lists, parse_kv_lines, watts_list
 
 WattsList = Annotated[str, AfterValidator(watts_list)]
 
@@ -70,14 +71,7 @@ class CapsParams(Params):
 @then("nvml.caps_multiset", "the NVML power limits of all GPUs are {caps} in any GPU order", key="nvml_caps", needs=("nvml",))
 def caps_multiset(ctx: StepContext, params: CapsParams) -> None:
     """The multiset of per-GPU NVML limits equals the topology's (GPU assignment is nondeterministic)."""
-    observed = cluster(ctx).nvml_caps()
-    result = multiset_equal(parse_watts_list(params.caps), observed.values())
-    if not result:
-        raise CheckFailed(
-            f"NVML power limits (W) in any GPU order: {result.detail}",
-            expected=result.expected,
-            observed=dict(sorted(observed.items())),
-        )
+    require_caps_multiset("NVML power limits (W)", params.caps, cluster(ctx).nvml_caps())
 
 
 class NewProcessParams(Params):

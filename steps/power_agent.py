@@ -14,11 +14,12 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from stepgraph.dsl import CheckFailed, NoParams, Params, Ref, StepContext, given, multiset_equal, then, when
+from stepgraph.dsl import CheckFailed, NoParams, Params, Ref, StepContext, given, then, when
 
+from ._caps import require_caps_multiset
 from ._cluster import POWER_ANNOTATION, cluster
-from ._parsers import Sample, metric_by_label, metric_sum, parse_watts_list, watts_list
-from .k8s import ObjectRef, apply_documents, delete_objects, load_manifest
+from ._parsers import Sample, metric_by_label, metric_sum, watts_list
+from .k8s import ObjectRef, apply_documents, delete_created, load_manifest
 
 PREFIX = "dynamo_power_agent_"
 BYSTANDER_MANIFEST = "40-conflict-bystander.yaml"
@@ -64,6 +65,12 @@ def baseline(ctx: StepContext, params: NoParams) -> list[Sample]:
     return cluster(ctx).metrics()
 
 
+def _counter_since(ctx: StepContext, metric: str, since: Ref) -> tuple[float, float]:
+    """A counter's sum in the baseline bound as `since`, and now (an absent family counts as 0)."""
+    name, labels = parse_metric_ref(metric)
+    return metric_sum(ctx.bindings[since.name], name, labels), metric_sum(cluster(ctx).metrics(), name, labels)
+
+
 class DeltaParams(Params):
     metric: MetricRef
     at_least: int
@@ -77,9 +84,7 @@ class DeltaParams(Params):
 )
 def counter_grew(ctx: StepContext, params: DeltaParams) -> None:
     """A cumulative counter moved by at least N since the baseline (use over ≥ 2 agent ticks)."""
-    name, labels = parse_metric_ref(params.metric)
-    before = metric_sum(ctx.bindings[params.since.name], name, labels)
-    now = metric_sum(cluster(ctx).metrics(), name, labels)
+    before, now = _counter_since(ctx, params.metric, params.since)
     if now - before < params.at_least:
         raise CheckFailed(
             f"counter {params.metric} since {params.since.name}",
@@ -96,9 +101,7 @@ class UnchangedParams(Params):
 @then("agent.counter_unchanged", "the counter {metric} did not change since {since:ref}", needs=("agent",))
 def counter_unchanged(ctx: StepContext, params: UnchangedParams) -> None:
     """A cumulative counter did not move since the baseline (an absent family counts as 0)."""
-    name, labels = parse_metric_ref(params.metric)
-    before = metric_sum(ctx.bindings[params.since.name], name, labels)
-    now = metric_sum(cluster(ctx).metrics(), name, labels)
+    before, now = _counter_since(ctx, params.metric, params.since)
     if now != before:
         raise CheckFailed(
             f"counter {params.metric} since {params.since.name}",
@@ -119,21 +122,11 @@ class AppliedParams(Params):
 def applied_limits(ctx: StepContext, params: AppliedParams) -> None:
     """B2: `applied_limit_watts{gpu}` over all GPUs equals the topology multiset."""
     observed = {int(k): int(v) for k, v in metric_by_label(cluster(ctx).metrics(), APPLIED_LIMIT, "gpu").items()}
-    result = multiset_equal(parse_watts_list(params.caps), observed.values())
-    if not result:
-        raise CheckFailed(
-            f"{APPLIED_LIMIT} in any GPU order: {result.detail}",
-            expected=result.expected,
-            observed=dict(sorted(observed.items())),
-        )
+    require_caps_multiset(APPLIED_LIMIT, params.caps, observed)
 
 
 class BystanderParams(Params):
     watts: int
-
-
-def _remove_bystander(ctx: StepContext, params: BystanderParams, refs: list[ObjectRef]) -> None:
-    delete_objects(ctx, refs, only_created=True)
 
 
 @when(
@@ -143,7 +136,7 @@ def _remove_bystander(ctx: StepContext, params: BystanderParams, refs: list[Obje
     produces="objects",
     needs=("k8s", "k8s-write"),
     effects=("creates-objects", "increments-agent-counters"),
-    compensation=_remove_bystander,
+    compensation=delete_created,
 )
 def conflict_bystander(ctx: StepContext, params: BystanderParams) -> list[ObjectRef]:
     """B5: a pod that sees every GPU (`NVIDIA_VISIBLE_DEVICES=all`, no claim) and opens its context

@@ -29,8 +29,8 @@ def test_apply_adopts_what_exists_and_its_compensation_deletes_only_what_it_crea
     again = k8s.apply(ctx, k8s.ApplyParams(manifest="50-stub-workers.yaml"))
     assert not any(ref.created for ref in again)
     bystander = k8s.apply(ctx, k8s.ApplyParams(manifest="40-conflict-bystander.yaml"))
-    k8s._undo_apply(ctx, k8s.ApplyParams(manifest="50-stub-workers.yaml"), again)
-    k8s._undo_apply(ctx, k8s.ApplyParams(manifest="40-conflict-bystander.yaml"), bystander)
+    k8s.delete_created(ctx, k8s.ApplyParams(manifest="50-stub-workers.yaml"), again)
+    k8s.delete_created(ctx, k8s.ApplyParams(manifest="40-conflict-bystander.yaml"), bystander)
     names = {p.metadata.name for p in cluster(ctx).pods("purpose=power-aware-multi-dgd-test", on_node=False)}
     assert names == {"vllm-dgd-a-prefill", "vllm-dgd-a-decode", "vllm-dgd-b-prefill", "vllm-dgd-b-decode", "vllm-dgd-c-decode"}
 
