@@ -18,13 +18,18 @@ BAD = ("multi_pod_gpu_total", "safe_default_applied_total", "apply_failures_tota
        "dcgm_enforce_failures_total", "cap_clamped_total")
 
 
-@pytest.fixture
-def path_b():
-    cluster = Cluster("path-b")
+def _stubs_capped(world: str):
+    """A twin of `world` with the five stub workers applied and three agent ticks passed."""
+    cluster = Cluster(world)
     cluster.apply_stubs()
     cluster.sleep(45)
     yield cluster
     cluster.close()
+
+
+@pytest.fixture
+def path_b():
+    yield from _stubs_capped("path-b")
 
 
 def test_path_b_nvml_pass_t4_t5_t6(path_b):
@@ -74,11 +79,7 @@ def test_unknown_command_in_the_agent_is_127(path_b):
 
 @pytest.fixture
 def path_b_dcgm():
-    cluster = Cluster("path-b-dcgm")
-    cluster.apply_stubs()
-    cluster.sleep(45)
-    yield cluster
-    cluster.close()
+    yield from _stubs_capped("path-b-dcgm")
 
 
 def test_path_b_dcgm_pass_t7_t8(path_b_dcgm):
