@@ -81,7 +81,13 @@ def _diagnostic(decl: StepDecl, raw: dict[str, Any], err: Any, location: Locatio
     if (is_ref_text(value) or isinstance(value, Ref)) and "Ref" not in str(decl.params.model_fields[str(err["loc"][0])].annotation):
         return Diagnostic(location, f"{decl.id}: parameter {field!r} does not take a binding ({value})", "write a literal value", "types")
     message = str(err["msg"]).removeprefix("Value error, ")
-    return Diagnostic(location, f"{decl.id}: parameter {field!r}: {message}", f"got {value!r}", "types")
+    if err["type"] == "string_type" and isinstance(value, int | float | bool):
+        return Diagnostic(location, f"{decl.id}: parameter {field!r} takes text, got the {type(value).__name__} {value!r}",
+                          f'quote it: "{value}"', "types")
+    if "—" in message:  # our own validators already say what to write
+        return Diagnostic(location, f"{decl.id}: parameter {field!r}: {message}", f"got {value!r}", "types")
+    return Diagnostic(location, f"{decl.id}: parameter {field!r}: {message}",
+                      f"got {value!r}; `stepgraph steps` shows what {decl.id} takes", "types")
 
 
 def suggest_key(registry: Registry, key: str) -> str:
