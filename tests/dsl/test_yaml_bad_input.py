@@ -63,11 +63,13 @@ def test_wrong_types(compile_source: Callable[..., CompiledFile]) -> None:
     text = "title: [not, a, string]\nsteps:\n  - count: {count: many}\n  - count: 3\n"
     assert messages(compile_source(text, "t.yaml")) == [
         "t.yaml:1:8: title: expected a string, got ['not', 'a', 'string'] — fix the value's type",
-        "t.yaml:3:20: t.count: parameter 'count': Input should be a valid integer, unable to parse string as an integer — got 'many'; `stepgraph steps` shows what t.count takes",
+        "t.yaml:3:20: t.count: parameter 'count': Input should be a valid integer, unable to parse string as an integer"
+        " — got 'many'; `stepgraph steps` shows what t.count takes",
         "t.yaml:4:12: steps/1/count: expected a mapping or nothing, got 3 — fix the value's type",
     ]
     assert messages(compile_source("title: T\nsteps:\n  - count: {count: many}\n", "u.yaml")) == [
-        "u.yaml:3:20: t.count: parameter 'count': Input should be a valid integer, unable to parse string as an integer — got 'many'; `stepgraph steps` shows what t.count takes"
+        "u.yaml:3:20: t.count: parameter 'count': Input should be a valid integer, unable to parse string as an integer"
+        " — got 'many'; `stepgraph steps` shows what t.count takes"
     ]
 
 
