@@ -204,11 +204,16 @@ def cmd_convert(args: argparse.Namespace, _: list[str]) -> int:
     except RenderError as exc:
         print(f"{exc} — keep this scenario in YAML", file=sys.stderr)
         return EXIT_USAGE
-    if args.out:
-        args.out.write_text(text, encoding="utf-8")
+    _emit(text, args.out)
+    return EXIT_OK
+
+
+def _emit(text: str, out: Path | None) -> None:
+    """A command's output: to the file given with --out, else to stdout."""
+    if out:
+        out.write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
-    return EXIT_OK
 
 
 def cmd_steps(args: argparse.Namespace, _: list[str]) -> int:
@@ -218,10 +223,7 @@ def cmd_steps(args: argparse.Namespace, _: list[str]) -> int:
 
 def cmd_schema(args: argparse.Namespace, _: list[str]) -> int:
     text = dumps(scenario_schema(_registry()))
-    if args.out:
-        args.out.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
+    _emit(text, args.out)
     return EXIT_OK
 
 
