@@ -9,7 +9,7 @@ becomes capabilities, so a scenario that cannot run skips with a reason instead 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 OPT_IN_VARS = ("STEPGRAPH_LIVE", "RUN_MULTI_DGD_LIVE")
@@ -20,6 +20,14 @@ PLANNER_GENERATIONS = ("pod-patching", "dgd-owned")
 
 class LiveConfigError(ValueError):
     """Opted in to live runs, but the environment is incomplete; the message says what to set."""
+
+
+def _choice(env: Mapping[str, str], name: str, default: str, allowed: Iterable[str], meaning: str) -> str:
+    """The value of `name` (or its default), which must be one of `allowed`."""
+    value = env.get(name, default)
+    if value not in allowed:
+        raise LiveConfigError(f"{name}={value!r} is not {meaning} — use one of {', '.join(allowed)}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -53,29 +61,12 @@ class LiveSettings:
                 f"{flags[0]}=1 but TEST_NODE is empty — set TEST_NODE to the name of the 8-GPU node "
                 "under test (kubectl get nodes -l power-test/node)"
             )
-        variant = env.get("STEPGRAPH_VARIANT", "target")
-        if variant not in VARIANT_NAMESPACES:
-            raise LiveConfigError(
-                f"STEPGRAPH_VARIANT={variant!r} is not a known environment variant — "
-                f"use one of {', '.join(VARIANT_NAMESPACES)}"
-            )
-        agent = env.get("STEPGRAPH_AGENT_GENERATION", "pa-9790")
-        if agent not in AGENT_GENERATIONS:
-            raise LiveConfigError(
-                f"STEPGRAPH_AGENT_GENERATION={agent!r} is unknown — use one of {', '.join(AGENT_GENERATIONS)}"
-            )
-        planner = env.get("STEPGRAPH_PLANNER_GENERATION", "pod-patching")
-        if planner not in PLANNER_GENERATIONS:
-            raise LiveConfigError(
-                f"STEPGRAPH_PLANNER_GENERATION={planner!r} is unknown — "
-                f"use one of {', '.join(PLANNER_GENERATIONS)}"
-            )
-        metrics_via = env.get("STEPGRAPH_METRICS_VIA", "exec")
-        if metrics_via not in ("exec", "proxy"):
-            raise LiveConfigError(f"STEPGRAPH_METRICS_VIA={metrics_via!r} — use exec or proxy")
-        nvml_via = env.get("STEPGRAPH_NVML_VIA", "exec")
-        if nvml_via not in ("exec", "local"):
-            raise LiveConfigError(f"STEPGRAPH_NVML_VIA={nvml_via!r} — use exec (into the agent pod) or local (this node's pynvml)")
+        variant = _choice(env, "STEPGRAPH_VARIANT", "target", VARIANT_NAMESPACES, "a known environment variant")
+        agent = _choice(env, "STEPGRAPH_AGENT_GENERATION", "pa-9790", AGENT_GENERATIONS, "a known agent generation")
+        planner = _choice(env, "STEPGRAPH_PLANNER_GENERATION", "pod-patching", PLANNER_GENERATIONS, "a known planner generation")
+        metrics_via = _choice(env, "STEPGRAPH_METRICS_VIA", "exec", ("exec", "proxy"), "a way to read the agent's metrics")
+        nvml_via = _choice(env, "STEPGRAPH_NVML_VIA", "exec", ("exec", "local"),
+                           "a way to read NVML (exec: into the agent pod; local: this node's pynvml)")
         return cls(
             opted_in=True,
             metrics_via=metrics_via,
