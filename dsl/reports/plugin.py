@@ -169,7 +169,10 @@ class RecordsPlugin:
 
     def _trace(self, session: pytest.Session) -> None:
         """Write DIR/trace.*; a trace problem (orphans, unmet expectations) fails an otherwise green run."""
-        design = [_relative(p) for p in self.config.getini("stepgraph_trace_design") or _dsl_design_doc(self.config)]
+        from stepgraph.dsl.compiler import display_path  # deferred like run_reports: only a reports run pays for it
+
+        # named relative to the working folder, so the reports read the same on every machine
+        design = [Path(display_path(p)) for p in self.config.getini("stepgraph_trace_design") or _dsl_design_doc(self.config)]
         if not design:
             lines = ["stepgraph trace: skipped — no design document (set ini stepgraph_trace_design)"]
             code = 0
@@ -185,14 +188,6 @@ class RecordsPlugin:
         self.summary = lines
         if code and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def _relative(path: Path) -> Path:
-    """A path under the working folder, relative to it: the reports then read the same on every machine."""
-    try:
-        return Path(path).resolve().relative_to(Path.cwd())
-    except ValueError:
-        return Path(path)
 
 
 def _dsl_design_doc(config: pytest.Config) -> list[Path]:
