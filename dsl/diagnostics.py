@@ -24,11 +24,3 @@ class Diagnostic:
 
     def __str__(self) -> str:
         return f"{self.location}: {self.message}" + (f" — {self.hint}" if self.hint else "")
-
-
-class CompileError(Exception):
-    """All diagnostics of one or more files; str() lists them one per line."""
-
-    def __init__(self, diagnostics: list[Diagnostic]) -> None:
-        self.diagnostics = sorted(diagnostics)
-        super().__init__("\n".join(str(d) for d in self.diagnostics))

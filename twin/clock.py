@@ -23,7 +23,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +47,6 @@ class Timer:
 
     def __lt__(self, other: Timer) -> bool:
         return (self.due, self._seq) < (other.due, other._seq)
-
-
-class TwinClock(Protocol):
-    """What the twin's components need from a clock."""
-
-    def now(self) -> float: ...
-    def wall(self) -> float: ...
-    def sleep(self, seconds: float) -> None: ...
-    def call_later(self, delay: float, fn: Callable[[], object]) -> Timer: ...
-    def every(self, interval: float, fn: Callable[[], object], first_delay: float = 0.0) -> Timer: ...
 
 
 class _TimerQueue:

@@ -131,10 +131,6 @@ def not_found(argv: list[str]) -> ExecResult:
     return ExecResult(stderr=msg.encode(), exit_code=127)
 
 
-def not_executable(path: str) -> ExecResult:
-    return ExecResult(stderr=f'exec: "{path}": permission denied\n'.encode(), exit_code=126)
-
-
 class DefaultWorkload(Workload):
     """Does nothing until stopped (or until `exit-after`); exec runs a few shell built-ins."""
 

@@ -66,29 +66,6 @@ def _requirement(part: str, whole: str) -> Predicate:
     raise bad_request(f"unable to parse requirement: invalid label selector {whole!r} at {part.strip()!r}")
 
 
-def match_selector_object(selector: Mapping | None, labels: Mapping[str, str]) -> bool:
-    """A LabelSelector object (matchLabels + matchExpressions) against labels."""
-    if not selector:
-        return True
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    return all(_expression(expr, labels) for expr in selector.get("matchExpressions") or [])
-
-
-def _expression(expr: Mapping, labels: Mapping[str, str]) -> bool:
-    key, op, values = expr.get("key"), expr.get("operator"), set(expr.get("values") or [])
-    if op == "In":
-        return labels.get(key) in values
-    if op == "NotIn":
-        return labels.get(key) not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    return False
-
-
 # Fields each resource may be selected on (besides metadata.name and metadata.namespace).
 FIELD_PATHS: dict[str, tuple[str, ...]] = {
     "pods": ("spec.nodeName", "status.phase", "spec.restartPolicy", "spec.schedulerName",

@@ -66,10 +66,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def is_agent_command(argv: list[str]) -> bool:
-    return any(a.endswith("power_agent.py") for a in argv[:3])
-
-
 def parse(argv: list[str], env: dict[str, str]) -> AgentCli:
     """`argv` is the container's command + args; everything after `power_agent.py` is parsed."""
     args = [expand(a, env) for a in argv]
