@@ -84,7 +84,7 @@ class Controllers:
         tspec = template.get("spec") or {}
         want = [n for n in self.nodes if self._fits(n, tspec)]
         generation = str(md.get("generation", 1))
-        for p in pods:
+        for p in list(pods):  # a copy: stale and duplicate pods are removed from `pods` as we go
             node = p["spec"].get("nodeName")
             stale = p["metadata"].get("labels", {}).get("pod-template-generation") != generation
             if stale or node not in {n.name for n in want} or sum(q["spec"].get("nodeName") == node for q in pods) > 1:

@@ -71,3 +71,32 @@ def test_deployment_runs_replicas_and_reports_available(twin, core, apps):
     assert pods_of(core, "app=op") == []
     with pytest.raises(ApiException):
         apps.read_namespaced_deployment("op", "default")
+
+
+def test_a_changed_template_replaces_the_daemonset_pod_on_every_node():
+    # Controllers over two nodes (the Twin facade has one): both pods turn stale at once,
+    # and each must be replaced — none may be skipped while the stale ones are removed.
+    import random
+
+    from stepgraph.twin.apiserver.resources import ResourceTypes
+    from stepgraph.twin.apiserver.store import Store
+    from stepgraph.twin.clock import VirtualClock
+    from stepgraph.twin.controllers import Controllers
+    from stepgraph.twin.host import Host
+    from stepgraph.twin.node import DeviceAllocator, GpuInventory, Node, NodeConfig
+
+    def node(name: str) -> Node:
+        inv = GpuInventory.generate(8, random.Random(name))
+        return Node(NodeConfig(name=name), inv, Host(random.Random(0)), DeviceAllocator(inv, random.Random(0), "random"))
+
+    store = Store(ResourceTypes(), VirtualClock(), random.Random(0))
+    store.create("namespaces", None, {"metadata": {"name": "default"}})
+    Controllers(store, [node("gpu-a"), node("gpu-b")], random.Random(0))
+    store.create("daemonsets.apps", "default", ds_body())
+    before = {p["metadata"]["name"] for p in store.list("pods", "default")}
+    store.patch("daemonsets.apps", "default", "agent", {"spec": {"template": {"metadata": {"labels": {"rev": "2"}}}}})
+    live = [p for p in store.list("pods", "default") if not p["metadata"].get("deletionTimestamp")]
+    assert len(before) == 2
+    assert sorted(p["spec"]["nodeName"] for p in live) == ["gpu-a", "gpu-b"]
+    assert {p["metadata"]["labels"]["pod-template-generation"] for p in live} == {"2"}
+    assert not before & {p["metadata"]["name"] for p in live}
