@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stepgraph.dsl.diagnostics import Diagnostic, Location
+
 
 @dataclass(frozen=True)
 class InputError(Exception):
@@ -21,8 +23,8 @@ class InputError(Exception):
     fix: str
     column: int = 1
 
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.column}: {self.problem} — {self.fix}"
+    def __str__(self) -> str:  # the same one-line form as the compiler's diagnostics
+        return str(Diagnostic(Location(self.path, self.line, self.column), self.problem, self.fix))
 
 
 def read_text(path: str | Path, what: str) -> str:
