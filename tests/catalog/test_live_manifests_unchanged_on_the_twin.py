@@ -6,23 +6,17 @@ They are read from `<repo>/../shared/reference/external/multi-dgd-live-test/` (t
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from kubernetes import client
+from reference_data import LIVE_MANIFESTS, LIVE_MANIFESTS_ABSENT
 
 from stepgraph.dsl import Bindings, FinalizerStack, StepContext
 from stepgraph.steps._cluster import cluster
 from stepgraph.steps.k8s import apply_documents, load_manifest
 from stepgraph.targets.twin import TwinTarget
 
-ROOT = Path(__file__).resolve().parents[2]
-EXTERNAL = next(
-    (p / "shared" / "reference" / "external" / "multi-dgd-live-test" for p in ROOT.parents
-     if (p / "shared" / "reference" / "external" / "multi-dgd-live-test").is_dir()),
-    None,
-)
-pytestmark = pytest.mark.skipif(EXTERNAL is None, reason="../shared/reference/external/multi-dgd-live-test is absent")
+EXTERNAL = LIVE_MANIFESTS
+pytestmark = pytest.mark.skipif(not EXTERNAL.is_dir(), reason=LIVE_MANIFESTS_ABSENT)
 
 
 @pytest.fixture

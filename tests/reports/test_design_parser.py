@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import EXTERNAL_DOC, OUR_PLAN
+from reference_data import DYNAMO_PLAN as EXTERNAL_DOC
+from reference_data import OUR_PLAN
 
 from stepgraph.dsl.reports.design import parse_design_doc, parse_design_text
 from stepgraph.dsl.reports.errors import InputError

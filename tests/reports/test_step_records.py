@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_EXPECTED, SAMPLE_MODES, run_sample
+from report_samples import SAMPLE_EXPECTED, SAMPLE_MODES, run_sample
 
 from stepgraph.dsl.reports import results
 from stepgraph.dsl.reports.cli import main

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import EXTERNAL_DOC
 from factories import DOC, record, write_results
+from reference_data import DYNAMO_PLAN as EXTERNAL_DOC
 from test_design_parser import REQUIRED
 
 from stepgraph.dsl.reports.cli import main

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from reference_data import LIVE_MANIFESTS, LIVE_MANIFESTS_ABSENT
 
 from stepgraph.twin import pytest_plugin
 
@@ -14,25 +15,12 @@ twin = pytest_plugin.twin
 k8s = pytest_plugin.k8s
 pytest_configure = pytest_plugin.pytest_configure
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-def external_dir() -> Path | None:
-    """`shared/reference/external` beside the repo root (or beside an ancestor, for worktrees)."""
-    for base in (REPO_ROOT, *REPO_ROOT.parents):
-        candidate = base.parent / "shared" / "reference" / "external"
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
 @pytest.fixture
 def live_manifests() -> Path:
     """The live test's manifests folder; the test is skipped when the reference copy is absent."""
-    found = external_dir()
-    if found is None or not (found / "multi-dgd-live-test").is_dir():
-        pytest.skip("../shared/reference/external/multi-dgd-live-test not found beside the repo root")
-    return found / "multi-dgd-live-test"
+    if not LIVE_MANIFESTS.is_dir():
+        pytest.skip(LIVE_MANIFESTS_ABSENT)
+    return LIVE_MANIFESTS
 
 
 @pytest.fixture

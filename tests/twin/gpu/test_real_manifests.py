@@ -7,18 +7,15 @@ level up for a worktree); skipped with a reason when that folder is absent.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from e2e_rig import TOPOLOGY, Cluster, family_sum
 from kubernetes import client
+from reference_data import LIVE_MANIFESTS, LIVE_MANIFESTS_ABSENT
 from ruamel.yaml import YAML
 
-ROOT = Path(__file__).resolve().parents[3]
-CANDIDATES = [ROOT.parent / "shared", ROOT.parent.parent / "shared"]
-MANIFESTS = next((c / "reference/external/multi-dgd-live-test" for c in CANDIDATES
-                  if (c / "reference/external/multi-dgd-live-test").is_dir()), None)
-pytestmark = pytest.mark.skipif(MANIFESTS is None, reason="shared/reference/external not found beside the repo root")
+MANIFESTS = LIVE_MANIFESTS
+pytestmark = pytest.mark.skipif(not MANIFESTS.is_dir(), reason=LIVE_MANIFESTS_ABSENT)
 
 
 def apply(cluster: Cluster, filename: str) -> list[dict]:
