@@ -8,13 +8,17 @@ Life of a pod here:
   `NVIDIA_VISIBLE_DEVICES` on a CDI-mode node instead fails container creation (Finding #7);
 - a workload calls `ctx.exit(code)` → container terminated; all terminated → Succeeded/Failed
   (restartPolicy Never / OnFailure on success) or a restart after `RESTART_BACKOFF`;
-- delete with grace → workloads get `stop(graceful=True)` (SIGTERM) and may ask for up to the
-  grace period to finish; then PIDs end, GPUs are released and the pod object goes.
+- delete with grace → on the next clock step each running container's workload gets
+  `stop(graceful=True)` (SIGTERM): it exits at once, after the seconds `stop` returns, or (for
+  `math.inf`) when it calls `ctx.exit`; what still runs when the grace period ends gets
+  `stop(graceful=False)` (SIGKILL, exit 137). Once no container runs, their final states are
+  reported and the pod is removed (a delete with grace 0); PIDs end and GPUs are released.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +32,7 @@ from .workloads import ExecResult, Workload, WorkloadContext, WorkloadRegistry
 
 log = logging.getLogger(__name__)
 RESTART_BACKOFF = 10.0
+EXIT_SIGKILL = 137  # what a runtime reports for a container killed when its grace period ran out
 KUBELET = "kubelet"
 
 
@@ -81,7 +86,7 @@ class Kubelet:
             if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
                 self._admit(pod)
         elif rec is not None and md.get("deletionTimestamp") and not rec.terminating:
-            self._terminate(rec, pod)
+            self._notice_deletion(rec)
         elif rec is None and md.get("deletionTimestamp"):
             self._remove(md["namespace"], md["name"])
 
@@ -188,6 +193,9 @@ class Kubelet:
         for proc in c.ctx.processes if c.ctx else ():
             self.node.host.kill(proc.pid)
         self._end_followers(rec, name)
+        if rec.terminating:
+            self._finish_termination(rec)
+            return
         pod = self.store.get("pods", rec.namespace, rec.name)
         if any(x.state != "terminated" for x in rec.containers.values()):
             self._patch_status(rec, self._container_status(rec, pod))
@@ -211,22 +219,62 @@ class Kubelet:
             c.state = "waiting"
         self._start(uid)
 
-    def _terminate(self, rec: PodRecord, pod: dict) -> None:
+    # -- graceful termination ----------------------------------------------------------------
+    def _notice_deletion(self, rec: PodRecord) -> None:
+        """A deletionTimestamp appeared. A real kubelet acts on it in its next pod sync, after
+        the DELETE has returned, so the pod is visible as Terminating (and its name taken) at
+        least until the clock next moves, and for as long as its containers take to exit."""
         rec.terminating = True
         for t in rec.timers:
             t.cancel()
+        rec.timers = [self.clock.call_later(0, lambda: self._stop_containers(rec.uid))]
+
+    def _stop_containers(self, uid: str) -> None:
+        """SIGTERM every running container; SIGKILL what still runs when the grace period ends."""
+        rec = self._pods.get(uid)
+        if rec is None:
+            return
+        try:
+            pod = self.store.get("pods", rec.namespace, rec.name)
+        except ApiError:
+            return
         grace = float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)
-        needed = 0.0
-        for c in rec.containers.values():
-            if c.workload is not None and c.ctx is not None and c.state == "running":
-                needed = max(needed, float(c.workload.stop(c.ctx, True) or 0.0))
-                c.workload = None
-        self.store.record_event(pod, "Killing", "Stopping container " + ", ".join(rec.containers), component=KUBELET)
-        delay = min(grace, needed)
-        if delay <= 0:
-            self._remove(rec.namespace, rec.name)
-        else:
-            rec.timers.append(self.clock.call_later(delay, lambda: self._remove(rec.namespace, rec.name)))
+        running = [c for c in rec.containers.values() if c.state == "running" and c.workload and c.ctx]
+        for c in running:
+            self.store.record_event(pod, "Killing", f"Stopping container {c.name}", component=KUBELET)
+        for c in running:
+            needs = c.workload.stop(c.ctx, True)
+            if needs is None or needs <= 0:
+                self._container_exit(uid, c.name, 0)
+            elif needs < grace and needs != math.inf:
+                rec.timers.append(self.clock.call_later(needs, lambda n=c.name: self._container_exit(uid, n, 0)))
+        if any(c.state == "running" for c in rec.containers.values()):
+            rec.timers.append(self.clock.call_later(grace, lambda: self._kill_remaining(uid)))
+        self._finish_termination(rec)
+
+    def _kill_remaining(self, uid: str) -> None:
+        rec = self._pods.get(uid)
+        if rec is None:
+            return
+        for c in list(rec.containers.values()):
+            if c.state == "running":
+                if c.workload is not None and c.ctx is not None:
+                    c.workload.stop(c.ctx, False)
+                self._container_exit(uid, c.name, EXIT_SIGKILL)
+
+    def _finish_termination(self, rec: PodRecord) -> None:
+        """Once no container runs: report their final states, then remove the pod (grace 0)."""
+        if any(c.state == "running" for c in rec.containers.values()) or rec.uid not in self._pods:
+            return
+        for t in rec.timers:
+            t.cancel()
+        try:
+            pod = self.store.get("pods", rec.namespace, rec.name)
+        except ApiError:
+            return
+        if any(c.state == "terminated" for c in rec.containers.values()):
+            self._patch_status(rec, self._container_status(rec, pod))
+        self._remove(rec.namespace, rec.name)
 
     def _remove(self, namespace: str, name: str) -> None:
         try:

@@ -105,8 +105,13 @@ class Workload:
     """Base workload: runs until stopped; exec knows nothing (127); no HTTP.
 
     `ready_on_start = False` keeps the container not Ready (pod `Ready=False`) until the workload
-    calls `ctx.set_ready(True)` — e.g. once a model has loaded.  `stop` may return the seconds it
-    needs to finish after SIGTERM (capped by the grace period); None means at once.
+    calls `ctx.set_ready(True)` — e.g. once a model has loaded.
+
+    `stop(ctx, graceful=True)` is SIGTERM, sent when the pod is deleted. It returns how long the
+    container takes to exit: None (or 0) means at once; a number of seconds, after that long;
+    `math.inf`, when the workload itself calls `ctx.exit(code)` (a real process exiting). A
+    container still running when the pod's grace period ends gets `stop(ctx, graceful=False)`
+    (SIGKILL) and exits with 137; `graceful=False` is also a force delete (grace 0).
     """
 
     ready_on_start: bool = True

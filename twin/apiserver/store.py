@@ -209,7 +209,8 @@ class Store:
     def delete(self, resource: str | ResourceType, namespace: str | None, name: str, *,
                grace_period_seconds: int | None = None, preconditions: dict | None = None,
                version: str | None = None, dry_run: bool = False) -> tuple[dict, bool]:
-        """Delete; returns (the object as last seen, whether it is gone already)."""
+        """Delete; returns (the object as last seen — with its deletionTimestamp when it stays —,
+        whether it is gone already)."""
         rtype = self.rtype(resource)
         with self._lock:
             ns = namespace if rtype.namespaced else None
@@ -221,34 +222,38 @@ class Store:
             if dry_run:
                 return self.out(rtype, obj, version), False
             gone = self._delete_locked(rtype, obj, grace_period_seconds)
-            last = self.out(rtype, obj, version)
+            last = self.out(rtype, obj if gone else self._current(rtype, ns, name), version)
         self._drain()
         return last, gone
 
     def _delete_locked(self, rtype: ResourceType, obj: dict, grace: int | None) -> bool:
-        md = obj["metadata"]
-        if rtype.key == "pods":
-            if grace is None:
-                grace = int((obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
-            terminal = (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-            if grace > 0 and (obj.get("spec") or {}).get("nodeName") and not terminal:
-                if md.get("deletionTimestamp") is None or grace < md.get("deletionGracePeriodSeconds", grace + 1):
-                    new = copy.deepcopy(obj)
-                    new["metadata"].update(deletionTimestamp=objects.timestamp(self.clock.wall() + grace),
-                                           deletionGracePeriodSeconds=grace)
-                    self._commit(rtype, "MODIFIED", obj, new)
-                return False
+        """Mark or remove: a grace period (pods on a node) or finalizers keep the object, with
+        `deletionTimestamp` (when it may go) and `deletionGracePeriodSeconds`; a later delete may
+        shorten the grace, and one with grace 0 and no finalizers left removes it."""
         if rtype.key == "namespaces":
             return self._terminate_namespace(rtype, obj)
-        if md.get("finalizers"):
-            if md.get("deletionTimestamp") is None:
-                new = copy.deepcopy(obj)
-                new["metadata"].update(deletionTimestamp=objects.timestamp(self.clock.wall()),
-                                       deletionGracePeriodSeconds=0)
-                self._commit(rtype, "MODIFIED", obj, new)
-            return False
-        self._remove(rtype, obj)
-        return True
+        md = obj["metadata"]
+        grace = self._grace_period(rtype, obj, grace)
+        if grace == 0 and not md.get("finalizers"):
+            self._remove(rtype, obj)
+            return True
+        if md.get("deletionTimestamp") is None or grace < md.get("deletionGracePeriodSeconds", 0):
+            new = copy.deepcopy(obj)
+            new["metadata"].update(deletionTimestamp=objects.timestamp(self.clock.wall() + grace),
+                                   deletionGracePeriodSeconds=grace)
+            self._commit(rtype, "MODIFIED", obj, new)
+        return False
+
+    @staticmethod
+    def _grace_period(rtype: ResourceType, obj: dict, requested: int | None) -> int:
+        """Only pods have a grace period: DeleteOptions, else the spec's (default 30); a pod no
+        kubelet runs (unscheduled or finished) goes at once, as the real pod strategy decides."""
+        if rtype.key != "pods":
+            return 0
+        spec, phase = obj.get("spec") or {}, (obj.get("status") or {}).get("phase")
+        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+            return 0
+        return int(spec.get("terminationGracePeriodSeconds", 30)) if requested is None else requested
 
     def _terminate_namespace(self, rtype: ResourceType, ns_obj: dict) -> bool:
         name = ns_obj["metadata"]["name"]
@@ -321,8 +326,7 @@ class Store:
                 {k: v for k, v in old.items() if k not in ("metadata", "status")} and "generation" in old["metadata"]:
             new["metadata"]["generation"] = old["metadata"]["generation"] + 1
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers") \
-                and not (rtype.key == "pods" and (new.get("spec") or {}).get("nodeName")
-                         and (new.get("status") or {}).get("phase") not in ("Succeeded", "Failed")):
+                and not new["metadata"].get("deletionGracePeriodSeconds") and rtype.key != "namespaces":
             self._commit(rtype, "MODIFIED", old, new)
             self._remove(rtype, new)
             return None

@@ -61,4 +61,5 @@ def test_tp_pod_through_the_api_gets_helper_pids_and_pids_end_with_the_pod(twin,
     procs = [twin.host.process(pid) for pid in twin.host.pids_of_pod(uid)]
     assert len(procs) == 3 and {u for p in procs for u in p.gpus} == set(claimed)
     core.delete_namespaced_pod("tp", "default")
+    twin.clock.run_due()  # the kubelet stops the containers on its next sync
     assert twin.host.pids_of_pod(uid) == []

@@ -65,6 +65,8 @@ def test_pod_deletion_sends_sigterm_and_waits_for_the_workload(twin, core, make_
     uid = core.read_namespaced_pod("p", "default").metadata.uid
     assert twin.host.pids_of_pod(uid)
     core.delete_namespaced_pod("p", "default")
+    assert SlowToStop.calls == []  # the kubelet acts on its next sync, after DELETE returned
+    twin.clock.run_due()
     assert SlowToStop.calls == [("p", True)]
     terminating = core.read_namespaced_pod("p", "default")
     assert terminating.metadata.deletion_timestamp is not None and terminating.metadata.deletion_grace_period_seconds == 30
