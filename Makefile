@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The four passes of the test plan: Path B/A (stub workers / planners) × NVML/DCGM.
+WORLDS ?= path-b path-b-dcgm path-a path-a-dcgm
 
 .PHONY: run test bench clean
 
@@ -14,7 +16,7 @@ $(STAMP): pyproject.toml setup.py
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/stepgraph run --reports reports -- --gherkin-terminal-reporter -vv
+	$(BIN)/stepgraph run --reports reports $(WORLDS:%=--world %) -- --gherkin-terminal-reporter -vv
 
 test: $(STAMP)
 	$(BIN)/lint-imports

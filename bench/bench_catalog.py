@@ -26,7 +26,7 @@ WORLDS = {
     "Path B, NVML": ["--target-option", "world=path-b"],
     "Path B, DCGM": ["--target-option", "world=path-b-dcgm"],
     "Path A, NVML": ["--target-option", "world=path-a"],
-    "Path A, DCGM": ["--target-option", "world=path-a", "--target-option", "actuator=dcgm"],
+    "Path A, DCGM": ["--target-option", "world=path-a-dcgm"],
 }
 # The seed's fixed waits for the checks that have them (contract §10.2).
 SEED_WAITS = {"A1-A2": 45.0, "B2": 30.0, "B5": 35.0 + 20.0}

@@ -70,6 +70,10 @@ def build_parser(extra: list[str]) -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run scenarios with pytest and the gherkin reporter; other options go to pytest")
     run.add_argument("paths", nargs="*", type=Path, metavar="PATH")
     run.add_argument("--reports", metavar="DIR", help="write the reports here (the reports plugin's --stepgraph-reports)")
+    run.add_argument("--world", action="append", default=[], metavar="NAME|FILE",
+                     help="run in this target world (--target-option world=…); repeated: once per world, one merged "
+                          "results file and trace under --reports")
+    run.add_argument("--jobs", type=int, default=2, metavar="N", help="with several --world: how many run at once (default 2)")
     for name in extra:
         sub.add_parser(name, help=f"(from {COMMANDS_GROUP})", add_help=False)
     return parser
@@ -236,11 +240,37 @@ def cmd_run(args: argparse.Namespace, passthrough: list[str]) -> int:
         raise UsageError(f"no such path: {missing[0]}")
     if args.paths:
         pytest_args += ["-o", "stepgraph_paths=" + " ".join(str(p) for p in args.paths)]
+    if "--gherkin-terminal-reporter" not in passthrough:
+        passthrough = [*passthrough, "--gherkin-terminal-reporter", "-v"]
+    if len(args.world) > 1:
+        return _run_worlds(args, pytest_args, passthrough)
+    if args.world:
+        pytest_args += ["--target-option", f"world={args.world[0]}"]
     if args.reports:
         pytest_args.append(f"--stepgraph-reports={args.reports}")
-    if "--gherkin-terminal-reporter" not in passthrough:
-        pytest_args += ["--gherkin-terminal-reporter", "-v"]
     return int(pytest.main(pytest_args + passthrough))
+
+
+def _run_worlds(args: argparse.Namespace, pytest_args: list[str], passthrough: list[str]) -> int:
+    from .run_worlds import TraceSettings, run_worlds
+
+    if not args.reports:
+        raise UsageError("several --world need --reports DIR — the merged results and the trace are written there")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: give at least 1")
+    settings = _project_settings()
+    design = _as_list(settings.get("stepgraph_trace_design")) or _as_list(settings.get("stepgraph_design_doc"))
+    expect, lock = _as_list(settings.get("stepgraph_trace_expect")), _as_list(settings.get("stepgraph_trace_lock"))
+    trace = TraceSettings(design=[Path(d) for d in design], expect=Path(expect[0]) if expect else None,
+                          lock=Path(lock[0]) if lock else None)
+    return run_worlds(args.world, pytest_args, passthrough, Path(args.reports), trace, jobs=args.jobs)
+
+
+def _as_list(value: object) -> list[str]:
+    """An ini value as pyproject.toml gives it: absent, one string or a list of them."""
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value] if isinstance(value, list) else []
 
 
 _BUILTIN: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {

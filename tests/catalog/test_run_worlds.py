@@ -1,0 +1,61 @@
+"""`stepgraph run --world A --world B --reports DIR` (what `make run` does): one pytest run per world,
+one merged results file, one trace with a column per world, and a failure in any world fails the run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from catalog_runs import ROOT
+from ruamel.yaml import YAML
+
+from stepgraph.dsl.cli import main
+
+
+@pytest.fixture
+def in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)  # the run reads the trace settings of ./pyproject.toml
+
+
+def _broken_world(tmp_path: Path) -> Path:
+    """Path B with every NVML limit write refused: the NVML readback scenario must fail there."""
+    yaml = YAML(typ="safe")
+    world = yaml.load((ROOT / "examples" / "profiles" / "path-b.yaml").read_text())
+    world |= {"name": "path-b-no-permission", "faults": {"nvml_no_permission": True}}
+    path = tmp_path / "path-b-no-permission.yaml"
+    with path.open("w") as out:
+        yaml.dump(world, out)
+    return path
+
+
+def test_each_world_is_one_column_of_one_trace(in_repo: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "reports"
+    code = main(["run", "scenarios/demo", "--reports", str(out), "--world", "path-b", "--world", "path-a", "--", "-q"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert sorted({(r["id"], r["world"]) for r in results["scenarios"]}) == sorted(
+        (f"DEMO-{i}", w) for i in (1, 2, 3) for w in ("path-a", "path-b"))
+    trace = json.loads((out / "trace.json").read_text())
+    assert trace["columns"] == ["twin / path-a", "twin / path-b"]
+    assert "world path-b: exit 0" in printed and "world path-a: exit 0" in printed
+    assert (out / "junit.xml").is_file() and (out / "cucumber.json").is_file()
+
+
+def test_a_failure_in_one_world_fails_the_run_and_shows_in_its_column(
+        in_repo: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "reports"
+    broken = _broken_world(tmp_path)
+    code = main(["run", "scenarios/multi_dgd/nvml_caps.feature", "--reports", str(out), "--jobs", "1",
+                 "--world", "path-b", "--world", str(broken), "--", "-q"])
+    printed = capsys.readouterr().out
+    assert code == 1, printed[-3000:]
+    outcomes = {r["world"]: r["outcome"] for r in json.loads((out / "results.json").read_text())["scenarios"]}
+    assert outcomes == {"path-b": "passed", "path-b-no-permission": "failed"}
+    assert "path-b-no-permission.yaml: exit 1" in printed and "expected: [300, 300, 325" in printed
+
+
+def test_several_worlds_need_a_reports_folder(in_repo: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "scenarios/demo", "--world", "path-b", "--world", "path-a"]) == 2
+    assert "several --world need --reports DIR" in capsys.readouterr().err
