@@ -8,7 +8,7 @@ from __future__ import annotations
 from .bindings import BindingError, Bindings, Ref
 from .clock import Clock, ManualClock, RealClock
 from .context import StepContext
-from .eventually import CheckFailed, EventuallyTimeout, eventually
+from .eventually import CheckFailed, EventuallyTimeout, ThroughoutBroken, eventually, throughout
 from .finalizers import FinalizerError, FinalizerStack
 from .matchers import MatchResult, delta, delta_at_least, delta_exactly, equal_except, multiset_equal, within_tolerance
 from .phrases import register_placeholder_type
@@ -56,6 +56,7 @@ __all__ = [
     "Target",
     "TargetConfigError",
     "TargetSession",
+    "ThroughoutBroken",
     "delta",
     "delta_at_least",
     "delta_exactly",
@@ -66,6 +67,7 @@ __all__ = [
     "register_placeholder_type",
     "step",
     "then",
+    "throughout",
     "when",
     "within_tolerance",
 ]

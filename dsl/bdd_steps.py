@@ -56,7 +56,7 @@ class RegistryParser(StepParser):
             return None
         raw = dict(m.raw)
         bind_as = raw.pop(BIND_FIELD, None)
-        call, diags = make_call(m.decl, raw, Location("<step>"), bind_as=bind_as, within=m.within)
+        call, diags = make_call(m.decl, raw, Location("<step>"), bind_as=bind_as, window=m.window)
         if call is None:
             raise ValueError("; ".join(str(d) for d in diags))
         return {"sg_call": call}
@@ -108,4 +108,4 @@ class ScenarioRuntime:
             cache=self.cache,
             poll_interval=float(getattr(self.session, "poll_interval", 1.0)),
         )
-        return execute_call(call.decl, call.params, ctx, bind_as=call.bind_as, within=call.within)
+        return execute_call(call.decl, call.params, ctx, bind_as=call.bind_as, within=call.within, throughout=call.throughout)

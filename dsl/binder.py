@@ -10,24 +10,23 @@ from pydantic import ValidationError
 from .bindings import Ref, is_ref_text
 from .diagnostics import Diagnostic, Location
 from .ir import StepCall
-from .phrases import BIND_FIELD, split_within
+from .phrases import BIND_FIELD, Window, split_window
 from .registry import Registry, StepDecl
-from .units import Duration
 
 
 def bind_text(registry: Registry, text: str, location: Location) -> tuple[StepCall | None, list[Diagnostic]]:
     """Gherkin step text → the one library step it names (undefined and ambiguous are errors)."""
     matches = registry.match(text)
     if not matches:
-        within, rest = split_within(text)
-        inner = registry.match(rest) if within is not None else []
-        if len(inner) == 1:
+        window, rest = split_window(text)
+        inner = registry.match(rest) if window is not None else []
+        if len(inner) == 1 and window is not None:
             decl = inner[0].decl
             return None, [
                 Diagnostic(
                     location,
-                    f"`within` applies only to checks, and {decl.id} is a {decl.keyword}-step",
-                    "drop the `within` prefix",
+                    f"`{window.mode}` applies only to checks, and {decl.id} is a {decl.keyword}-step",
+                    f"drop the `{window.mode}` prefix",
                     "types",
                 )
             ]
@@ -38,7 +37,7 @@ def bind_text(registry: Registry, text: str, location: Location) -> tuple[StepCa
     [m] = matches
     raw = dict(m.raw)
     bind_as = raw.pop(BIND_FIELD, None)
-    return make_call(m.decl, raw, location, bind_as=bind_as, within=m.within)
+    return make_call(m.decl, raw, location, bind_as=bind_as, window=m.window)
 
 
 def make_call(
@@ -47,7 +46,7 @@ def make_call(
     location: Location,
     *,
     bind_as: str | None = None,
-    within: Duration | None = None,
+    window: Window | None = None,
     field_locations: dict[str, Location] | None = None,
 ) -> tuple[StepCall | None, list[Diagnostic]]:
     """Validate raw parameters against the step's model (static check 3)."""
@@ -58,16 +57,19 @@ def make_call(
         return None, [
             _diagnostic(decl, raw, err, field_locations.get(str(err["loc"][0]) if err["loc"] else "", location)) for err in exc.errors()
         ]
-    if within is not None and not decl.is_check:
+    if window is not None and not decl.is_check:
         return None, [
             Diagnostic(
                 location,
-                f"`within` applies only to checks, and {decl.id} is a {decl.keyword}-step",
-                "move it out of `within`/`expect`",
+                f"`{window.mode}` applies only to checks, and {decl.id} is a {decl.keyword}-step",
+                f"move it out of `{window.mode}`/`expect`",
                 "types",
             )
         ]
-    return StepCall(decl=decl, step_id=decl.id, params=params, bind_as=bind_as, within=within, location=location), []
+    within = window.duration if window is not None and window.mode == "within" else None
+    throughout = window.duration if window is not None and window.mode == "throughout" else None
+    call = StepCall(decl=decl, step_id=decl.id, params=params, bind_as=bind_as, within=within, throughout=throughout, location=location)
+    return call, []
 
 
 def _diagnostic(decl: StepDecl, raw: dict[str, Any], err: Any, location: Location) -> Diagnostic:

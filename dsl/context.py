@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from . import matchers as _matchers
 from .bindings import Bindings
 from .clock import Clock
-from .eventually import DEFAULT_INTERVAL, eventually
+from .eventually import DEFAULT_INTERVAL, eventually, throughout
 from .finalizers import FinalizerStack
 from .target import TargetSession
 from .units import Duration
@@ -67,6 +67,18 @@ class StepContext:
         return eventually(
             condition,
             timeout=self.seconds(within),
+            clock=self.clock,
+            interval=interval or self.poll_interval,
+            description=description or self.step_id,
+        )
+
+    def throughout(
+        self, condition: Callable[[], T], duration: Duration | float, *, interval: float | None = None, description: str = ""
+    ) -> T:
+        """Observe `condition` on the target's clock for `duration`; it must hold every time."""
+        return throughout(
+            condition,
+            duration=self.seconds(duration),
             clock=self.clock,
             interval=interval or self.poll_interval,
             description=description or self.step_id,

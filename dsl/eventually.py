@@ -1,8 +1,10 @@
-"""`eventually`: a condition and a deadline → the condition's value as soon as it holds.
+"""`eventually` and `throughout`: a condition and a window on the target's clock.
 
-Polls on the target's clock (virtual on the twin, so no wall-clock time passes). A condition
-signals "not yet" by raising AssertionError (a failed check); any other exception is a bug and
-propagates at once. On timeout the error shows what was expected and the last observed state.
+`eventually` returns the condition's value as soon as it holds; `throughout` observes it over the
+whole window and fails at the first observation where it does not hold (Gomega's Consistently).
+Both poll on the target's clock (virtual on the twin, so no wall-clock time passes). A condition
+signals "does not hold" by raising AssertionError (a failed check); any other exception is a bug
+and propagates at once. A failure shows what was expected and the observations with their times.
 """
 
 from __future__ import annotations
@@ -69,3 +71,41 @@ def eventually(
     if expected is None and observed is None:
         message += f"; last failure: {last}"
     raise EventuallyTimeout(message, expected=expected, observed=observed) from last
+
+
+class ThroughoutBroken(CheckFailed):
+    """The condition stopped holding inside the window."""
+
+
+def throughout(
+    condition: Callable[[], T],
+    *,
+    duration: float,
+    clock: Clock,
+    interval: float = DEFAULT_INTERVAL,
+    description: str = "",
+) -> T:
+    """Call `condition` at the window's start, every `interval` seconds and at its end; every call
+    must return without AssertionError. Returns the last observation's value."""
+    if duration < 0 or interval <= 0:
+        raise ValueError("throughout: duration must be ≥ 0 and interval > 0")
+    start = clock.now()
+    deadline = start + duration
+    observations = 0
+    while True:
+        observations += 1
+        try:
+            value = condition()
+        except AssertionError as failure:
+            what = f"{description}: " if description else ""
+            held = clock.now() - start
+            message = f"{what}stopped holding after {held:g} s of {duration:g} s (observation {observations})"
+            expected = getattr(failure, "expected", None)
+            observed = getattr(failure, "observed", None)
+            if expected is None and observed is None:
+                message += f"; failure: {failure}"
+            raise ThroughoutBroken(message, expected=expected, observed=observed) from failure
+        remaining = deadline - clock.now()
+        if remaining <= 0:
+            return value
+        clock.sleep(min(interval, remaining))

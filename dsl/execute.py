@@ -1,4 +1,5 @@
-"""One compiled step call + a context → the step's effect: retried under `within`, compensated, bound."""
+"""One compiled step call + a context → the step's effect: retried under `within` (or observed over
+`throughout`), compensated, bound."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from .registry import Params, StepDecl
 from .units import Duration
 
 
-def execute_call(decl: StepDecl, params: Params, ctx: StepContext, *, bind_as: str | None = None, within: Duration | None = None) -> Any:
+def execute_call(
+    decl: StepDecl,
+    params: Params,
+    ctx: StepContext,
+    *,
+    bind_as: str | None = None,
+    within: Duration | None = None,
+    throughout: Duration | None = None,
+) -> Any:
     """Run `decl` with `params`; register its compensation once it returned; bind its result."""
 
     __tracebackhide__ = True
@@ -18,7 +27,12 @@ def execute_call(decl: StepDecl, params: Params, ctx: StepContext, *, bind_as: s
         __tracebackhide__ = True
         return decl.func(ctx, params)
 
-    result = ctx.eventually(attempt, within, description=f"{decl.id} within {within}") if within is not None else attempt()
+    if throughout is not None:
+        result = ctx.throughout(attempt, throughout, description=f"{decl.id} throughout {throughout}")
+    elif within is not None:
+        result = ctx.eventually(attempt, within, description=f"{decl.id} within {within}")
+    else:
+        result = attempt()
     if decl.compensation is not None:
         compensation = decl.compensation
         ctx.defer(lambda: compensation(ctx, params, result), f"compensate {decl.id} ({ctx.location or 'step'})")

@@ -22,6 +22,7 @@ class Node:
     binds: str | None = None
     reads: list[str] = field(default_factory=list)
     within: str | None = None
+    throughout: str | None = None
     effects: list[str] = field(default_factory=list)
     needs: list[str] = field(default_factory=list)
 
@@ -73,6 +74,7 @@ def build_graph(feature: Feature, scenario: Scenario) -> StepGraph:
             binds=call.bind_as,
             reads=call.reads,
             within=str(call.within) if call.within else None,
+            throughout=str(call.throughout) if call.throughout else None,
             effects=sorted(call.decl.effects),
             needs=sorted(call.decl.needs),
         )

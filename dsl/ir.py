@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .diagnostics import Location
+from .phrases import Window
 from .registry import Params, StepDecl
 from .units import Duration
 
@@ -22,8 +23,18 @@ class StepCall:
     step_id: str
     params: Params
     bind_as: str | None = None
-    within: Duration | None = None
+    within: Duration | None = None  # comes to hold before this much time has passed
+    throughout: Duration | None = None  # holds at every observation for this long
     location: Location = field(default=Location("<memory>"), compare=False)
+
+    @property
+    def window(self) -> Window | None:
+        """The check's time window (`within` or `throughout`), if it has one."""
+        if self.within is not None:
+            return Window("within", self.within)
+        if self.throughout is not None:
+            return Window("throughout", self.throughout)
+        return None
 
     @property
     def reads(self) -> list[str]:
@@ -36,7 +47,7 @@ class StepCall:
         if self.bind_as is not None:
             values["as"] = self.bind_as
         body = self.decl.phrase.render(values)
-        return f"within {self.within} {body}" if self.within is not None else body
+        return f"{self.window} {body}" if self.window is not None else body
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from .binder import make_call, suggest_key
 from .bindings import is_ref_text
 from .diagnostics import Diagnostic, Location
 from .load_gherkin import description_text
+from .phrases import Window
 from .registry import Registry
 from .schema import structure_schema
 from .units import Duration
@@ -271,9 +272,9 @@ class _Builder:
         )
 
     def steps(self, items: Any, path: Path_) -> tuple[ir.StepCall, ...]:
-        return tuple(self._calls(items if isinstance(items, list) else [], path, within=None))
+        return tuple(self._calls(items if isinstance(items, list) else [], path, window=None))
 
-    def _calls(self, items: list[Any], path: Path_, within: Duration | None) -> Iterator[ir.StepCall]:
+    def _calls(self, items: list[Any], path: Path_, window: Window | None) -> Iterator[ir.StepCall]:
         for i, item in enumerate(items):
             item_path = (*path, i)
             if isinstance(item, str):
@@ -285,22 +286,33 @@ class _Builder:
             if key == "expect":
                 if not isinstance(value, dict) or not isinstance(value.get("all"), list):
                     continue
-                if within is not None:
+                if window is not None:
                     self.diags.append(Diagnostic(self.positions[item_path], "`expect` cannot nest", "flatten it", "syntax"))
                     continue
+                modes = [mode for mode in ("within", "throughout") if mode in value]
+                if len(modes) > 1:
+                    self.diags.append(
+                        Diagnostic(
+                            self.positions[item_path],
+                            "`expect` has both `within` and `throughout`",
+                            "give it one window: `within` (comes to hold) or `throughout` (holds all along)",
+                            "syntax",
+                        )
+                    )
+                    continue
                 try:
-                    window = Duration.parse(value["within"]) if "within" in value else None
+                    inner = Window(modes[0], Duration.parse(value[modes[0]])) if modes else None
                 except ValueError:
                     continue  # the schema reported it
-                yield from self._calls(value["all"], (*item_path, "expect", "all"), within=window)
+                yield from self._calls(value["all"], (*item_path, "expect", "all"), window=inner)
                 continue
             if value is not None and not isinstance(value, dict):
                 continue
-            call = self._call(key, value, item_path, within)
+            call = self._call(key, value, item_path, window)
             if call is not None:
                 yield call
 
-    def _call(self, key: str, value: dict[str, Any] | None, path: Path_, within: Duration | None) -> ir.StepCall | None:
+    def _call(self, key: str, value: dict[str, Any] | None, path: Path_, window: Window | None) -> ir.StepCall | None:
         where = _nearest(self.positions, (*path, key))
         decl = self.registry.by_key.get(key)
         if decl is None:
@@ -322,7 +334,7 @@ class _Builder:
             )
             return None
         fields = {name: _value_at(self.positions, (*path, key, name)) for name in raw}
-        call, diags = make_call(decl, raw, where, bind_as=bind_as, within=within, field_locations=fields)
+        call, diags = make_call(decl, raw, where, bind_as=bind_as, window=window, field_locations=fields)
         self.diags += diags
         return call
 

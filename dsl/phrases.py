@@ -131,12 +131,26 @@ def _literal_regex(literal: str) -> str:
     return f"{lead}{body}{trail}" if body else (r"\s*" if literal else "")
 
 
-WITHIN_RE = re.compile(rf"^within\s+({DURATION_TEXT})\s*,?\s+(.*)$", re.DOTALL)
+#: The time windows a check may be prefixed with: `within <d>` (comes to hold before the window
+#: closes) and `throughout <d>` (holds at every observation until the window closes).
+WINDOW_MODES = ("within", "throughout")
+WINDOW_RE = re.compile(rf"^(within|throughout)\s+({DURATION_TEXT})\s*,?\s+(.*)$", re.DOTALL)
 
 
-def split_within(text: str) -> tuple[Duration | None, str]:
-    """`within 2 agent ticks X` → (Duration, "X"); anything else → (None, text)."""
-    m = WITHIN_RE.match(" ".join(text.split()))
+@dataclass(frozen=True)
+class Window:
+    """`within 2 agent ticks` or `throughout 30 s` in front of a check."""
+
+    mode: str  # one of WINDOW_MODES
+    duration: Duration
+
+    def __str__(self) -> str:
+        return f"{self.mode} {self.duration}"
+
+
+def split_window(text: str) -> tuple[Window | None, str]:
+    """`within 2 agent ticks X` / `throughout 30 s X` → (Window, "X"); anything else → (None, text)."""
+    m = WINDOW_RE.match(" ".join(text.split()))
     if m is None:
         return None, text
-    return Duration.parse(m.group(1)), m.group(2)
+    return Window(m.group(1), Duration.parse(m.group(2))), m.group(3)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .phrases import BIND_FIELD, Phrase, PhraseError, split_within
+from .phrases import BIND_FIELD, Phrase, PhraseError, Window, split_window
 from .units import Duration
 
 Keyword = Literal["given", "when", "then"]
@@ -79,7 +79,7 @@ class StepDecl:
 class Match:
     decl: StepDecl
     raw: dict[str, Any]  # field → raw value (before model validation), plus "as" if produced
-    within: Any = None  # Duration | None
+    window: Window | None = None  # the `within`/`throughout` prefix the text had
 
 
 @dataclass
@@ -111,9 +111,9 @@ class Registry:
         return len(self.steps)
 
     def match(self, text: str) -> list[Match]:
-        """Every declaration whose phrase reads `text` (with or without a `within <duration>` prefix)."""
-        within, rest = split_within(text)
-        return [m for decl in self.steps.values() if (m := match_decl(decl, text, within, rest)) is not None]
+        """Every declaration whose phrase reads `text` (with or without a `within`/`throughout <duration>` prefix)."""
+        window, rest = split_window(text)
+        return [m for decl in self.steps.values() if (m := match_decl(decl, text, window, rest)) is not None]
 
     def step(self, id: str, keyword: Keyword, phrase: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering `func(ctx, params)` as a step in this registry."""
@@ -149,15 +149,15 @@ class Registry:
                 ) from exc
 
 
-def match_decl(decl: StepDecl, text: str, within: Any = None, rest: str = "") -> Match | None:
-    """`text` read by one declaration; pass `split_within(text)` as (within, rest) when known."""
+def match_decl(decl: StepDecl, text: str, window: Window | None = None, rest: str = "") -> Match | None:
+    """`text` read by one declaration; pass `split_window(text)` as (window, rest) when known."""
     raw = decl.phrase.match(text)
     if raw is not None:
         return Match(decl, raw)
-    if within is None and not rest:
-        within, rest = split_within(text)
-    if within is not None and decl.is_check and (raw := decl.phrase.match(rest)) is not None:
-        return Match(decl, raw, within)
+    if window is None and not rest:
+        window, rest = split_window(text)
+    if window is not None and decl.is_check and (raw := decl.phrase.match(rest)) is not None:
+        return Match(decl, raw, window)
     return None
 
 

@@ -111,25 +111,26 @@ def _yaml_tags(node: CommentedMap, tags: Tags) -> None:
 def _yaml_steps(calls: tuple[StepCall, ...]) -> CommentedSeq:
     seq = CommentedSeq()
     for group in _groups(calls):
-        if group[0].within is None:
+        window = group[0].window
+        if window is None:
             seq += [_yaml_step(c) for c in group]
             continue
         expect = CommentedMap()
-        expect["within"] = str(group[0].within)
+        expect[window.mode] = str(window.duration)
         expect["all"] = CommentedSeq(_yaml_step(c) for c in group)
         seq.append(CommentedMap(expect=expect))
     return seq
 
 
 def _groups(calls: tuple[StepCall, ...]) -> Iterator[list[StepCall]]:
-    """Consecutive checks sharing one `within` become one `expect`; everything else stands alone."""
+    """Consecutive checks sharing one window become one `expect`; everything else stands alone."""
     group: list[StepCall] = []
     for call in calls:
-        if group and (call.within is None or call.within != group[-1].within):
+        if group and (call.window is None or call.window != group[-1].window):
             yield group
             group = []
         group.append(call)
-        if call.within is None:
+        if call.window is None:
             yield group
             group = []
     if group:

@@ -19,6 +19,7 @@ from .units import DURATION_TEXT
 SCHEMA_RESOURCE = "data/scenario.schema.json"
 SCHEMA_ID = "https://stepgraph.dev/schema/scenario.schema.json"
 
+_DURATION = {"anyOf": [{"type": "string", "pattern": rf"^\s*{DURATION_TEXT}\s*$"}, {"type": "number", "minimum": 0}]}
 _TAG = {"type": "string", "pattern": r"^[^\s@]+$"}
 _META = {
     "id": {"type": "string", "pattern": r"^[^\s@:]+$", "description": "requirement id, e.g. B5 (Gherkin: @id:B5)"},
@@ -82,8 +83,10 @@ def _layout(step: dict[str, Any]) -> dict[str, Any]:
             "expect": {
                 "type": "object",
                 "required": ["all"],
+                "not": {"required": ["within", "throughout"]},
                 "properties": {
-                    "within": {"anyOf": [{"type": "string", "pattern": rf"^\s*{DURATION_TEXT}\s*$"}, {"type": "number", "minimum": 0}]},
+                    "within": {**_DURATION, "description": "each check comes to hold before this much time has passed"},
+                    "throughout": {**_DURATION, "description": "each check holds at every observation for this long"},
                     "all": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},
                 },
                 "additionalProperties": False,

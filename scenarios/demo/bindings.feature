@@ -19,3 +19,4 @@ Feature: Demo — bindings, snapshots and waiting on the target clock
     When we wait 1 agent tick
     Then within 2 agent ticks at least 20 s passed since "t0"
     And "state" is "ready"
+    And throughout 1 agent tick "state" is "ready"

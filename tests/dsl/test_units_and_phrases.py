@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from stepgraph.dsl import Duration, Params, Power, Ref, Registry
-from stepgraph.dsl.phrases import Phrase, split_within
+from stepgraph.dsl.phrases import Phrase, Window, split_window
 
 
 @pytest.mark.parametrize(
@@ -60,8 +60,9 @@ def test_phrase_parses_typed_placeholders_and_renders_back() -> None:
 
 
 def test_within_prefix_is_split_off() -> None:
-    assert split_within("within 2 agent ticks the thing holds") == (Duration(2, "tick"), "the thing holds")
-    assert split_within("the thing holds") == (None, "the thing holds")
+    assert split_window("within 2 agent ticks the thing holds") == (Window("within", Duration(2, "tick")), "the thing holds")
+    assert split_window("throughout 30 s the thing holds") == (Window("throughout", Duration(30)), "the thing holds")
+    assert split_window("the thing holds") == (None, "the thing holds")
 
 
 def test_registry_matches_within_only_for_checks() -> None:
@@ -69,5 +70,5 @@ def test_registry_matches_within_only_for_checks() -> None:
     reg.then("demo.holds", "the thing holds")(lambda ctx, p: None)
     reg.when("demo.acts", "the thing acts")(lambda ctx, p: None)
     [m] = reg.match("within 3 s the thing holds")
-    assert m.decl.id == "demo.holds" and m.within == Duration(3, "s")
+    assert m.decl.id == "demo.holds" and m.window == Window("within", Duration(3, "s"))
     assert reg.match("within 3 s the thing acts") == []
