@@ -160,7 +160,8 @@ def test_graph_formats(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["graph", str(DEMO / "bindings.feature"), "--format", "json", "--scenario", "DEMO-2"], capsys)
     [graph] = json.loads(out)
     assert code == 0 and graph["id"] == "DEMO-2"
-    assert [n["step"] for n in graph["nodes"]] == ["common.note_time", "common.bind", "common.wait", "common.elapsed", "common.value_is"]
+    steps = ["common.note_time", "common.bind", "common.wait", "common.elapsed", "common.value_is", "common.value_is"]
+    assert [n["step"] for n in graph["nodes"]] == steps
     assert {"source": "n0", "target": "n3", "kind": "data", "label": "$t0"} in graph["edges"]
     _, mermaid, _ = run(["graph", str(DEMO / "bindings.feature")], capsys)
     assert mermaid.startswith("flowchart TD\n") and "-.->|$t0|" in mermaid
