@@ -10,7 +10,13 @@ the same way whether a test drives the twin or a person runs `stepgraph twin up`
 - `call_later(delay, fn)` → a `Timer` with `cancel()`; `every(interval, fn, first_delay=0)` → a
   `Timer` that re-arms itself after each call until cancelled.
 
-Both satisfy `stepgraph.dsl.clock.Clock` structurally (no import: the twin stands alone).
+`ScaledClock` is real time sped up by a fixed rate (75 twin seconds per wall second by default:
+one 15 s agent tick in 0.2 s).  Worlds that run real programs use it, because a child process
+cannot be paused the way the virtual clock pauses in-process components; `child_time()` is the
+contract (environment variables) that makes a child's clock run at the same rate from the same
+epoch — `twin/process/child/` reads it.
+
+All satisfy `stepgraph.dsl.clock.Clock` structurally (no import: the twin stands alone).
 Thread safety: timers may be scheduled from any thread (the HTTP server thread schedules kubelet
 start-ups); callbacks run without the clock's lock held, so they may schedule or cancel timers.
 """
@@ -167,7 +173,11 @@ class RealTimeClock:
     def sleep(self, seconds: float) -> None:
         if seconds < 0:
             raise ValueError(f"sleep(): seconds must be >= 0, got {seconds}")
-        time.sleep(seconds)
+        time.sleep(self._wall_seconds(seconds))
+
+    def _wall_seconds(self, seconds: float) -> float:
+        """How long `seconds` of this clock's time take on the machine's clock."""
+        return seconds
 
     def call_later(self, delay: float, fn: Callable[[], object]) -> Timer:
         return self._schedule(self._queue.push(self.now() + max(0.0, delay), fn, None))
@@ -194,18 +204,65 @@ class RealTimeClock:
                 due = self._queue.next_due()
                 delay = None if due is None else due - self.now()
                 if delay is None or delay > 0:
-                    self._wake.wait(timeout=delay)
+                    self._wake.wait(timeout=None if delay is None else self._wall_seconds(delay))
                     continue
             while (timer := self._queue.pop_due(self.now())) is not None:
                 _fire(self._queue, timer)
 
 
+DEFAULT_RATE = 75.0  # one 15 s agent tick in 0.2 s of wall time
+
+# The time contract a child process reads (see `ScaledClock.child_time`).
+TIME_RATE_ENV = "STEPGRAPH_TIME_RATE"        # twin seconds per wall second
+TIME_ANCHOR_ENV = "STEPGRAPH_TIME_ANCHOR"    # "<CLOCK_MONOTONIC s>,<twin monotonic s>,<twin epoch s>" at one instant
+
+
+class ScaledClock(RealTimeClock):
+    """Real time sped up `rate` times: `now()` and `wall()` move `rate` twin seconds per wall second.
+
+    Both are one linear function of the machine's CLOCK_MONOTONIC (shared by every process on
+    the machine), so a child that applies the same function from `child_time()` reads the same
+    instants as the twin, with no drift and no messages between them.
+    """
+
+    def __init__(self, rate: float = DEFAULT_RATE, epoch: float | None = None) -> None:
+        if not rate > 0:
+            raise ValueError(f"ScaledClock: rate must be > 0, got {rate}")
+        self.rate = float(rate)
+        self._anchor = time.monotonic()  # CLOCK_MONOTONIC, the same clock in every process
+        self._epoch = float(time.time() if epoch is None else epoch)  # twin wall time at now() == 0
+        super().__init__()
+
+    def now(self) -> float:
+        return (time.monotonic() - self._anchor) * self.rate
+
+    def wall(self) -> float:
+        return self._epoch + self.now()
+
+    def _wall_seconds(self, seconds: float) -> float:
+        return seconds / self.rate
+
+    def child_time(self) -> dict[str, str]:
+        """The environment that gives a child process this clock (rate, and one shared instant)."""
+        return {
+            TIME_RATE_ENV: repr(self.rate),
+            TIME_ANCHOR_ENV: f"{self._anchor!r},0.0,{self._epoch!r}",
+        }
+
+
 def make_clock(kind: str | VirtualClock | RealTimeClock) -> VirtualClock | RealTimeClock:
-    """`"virtual"` → VirtualClock, `"real"` → RealTimeClock; a clock object passes through."""
+    """`"virtual"` → VirtualClock, `"real"` → RealTimeClock, `"scaled"` / `"scaled:<rate>"` →
+    ScaledClock; a clock object passes through."""
     if not isinstance(kind, str):
         return kind
     if kind == "virtual":
         return VirtualClock()
     if kind == "real":
         return RealTimeClock()
-    raise ValueError(f"unknown clock {kind!r} — use 'virtual' or 'real'")
+    if kind == "scaled" or kind.startswith("scaled:"):
+        rate = kind.partition(":")[2] or str(DEFAULT_RATE)
+        try:
+            return ScaledClock(float(rate))
+        except ValueError:
+            raise ValueError(f"clock {kind!r}: the rate must be a number > 0, e.g. 'scaled:75'") from None
+    raise ValueError(f"unknown clock {kind!r} — use 'virtual', 'real' or 'scaled[:<rate>]'")

@@ -1,0 +1,96 @@
+"""A child program's clock is the twin's scaled clock: same epoch, same rate, for time.* and for
+the threading waits a Power Agent ticks on (Event.wait), which libfaketime cannot scale."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from stepgraph.twin.clock import ScaledClock, VirtualClock, make_clock
+from stepgraph.twin.process.view import NodeView, ViewError
+
+WAITS = """
+import json, queue, threading, time
+out = {"wall0": time.time(), "mono0": time.monotonic()}
+t = time.monotonic(); time.sleep(15); out["sleep"] = time.monotonic() - t
+t = time.monotonic(); threading.Event().wait(15); out["event"] = time.monotonic() - t
+t = time.monotonic()
+try:
+    queue.Queue().get(timeout=15)
+except queue.Empty:
+    out["queue"] = time.monotonic() - t
+t = time.monotonic(); threading.Timer(15, lambda: None).start(); out["timer_start"] = time.monotonic() - t
+out["wall1"], out["mono1"] = time.time(), time.monotonic()
+print(json.dumps(out))
+"""
+
+
+def test_time_and_threading_waits_run_at_the_twins_rate(rig):
+    view = rig.open()
+    twin_before, wall_before, started = rig.clock.now(), rig.clock.wall(), time.monotonic()
+    result = rig.run(view, WAITS)
+    twin_after, wall_after, real = rig.clock.now(), rig.clock.wall(), time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    # each wait is 15 twin seconds: a little more (scheduling), never less, and a fraction of it in wall time
+    for key in ("sleep", "event", "queue"):
+        assert 15 <= seen[key] < 15 + 0.1 * rig.rate, (key, seen[key])
+    assert real < 3 * 15 / rig.rate + 5  # 45 twin seconds of waiting in well under 45 s
+    # same epoch: the child's instants lie between the twin's readings around the child's life
+    assert twin_before <= seen["mono0"] <= seen["mono1"] <= twin_after
+    assert wall_before <= seen["wall0"] <= seen["wall1"] <= wall_after
+
+
+def test_an_unscaled_child_would_take_real_time(rig):
+    """The check above can fail: without the contract a 15 s Event.wait takes 15 s of wall time."""
+    view = rig.open()
+    for name in list(view.env):
+        if name.startswith("STEPGRAPH_TIME_"):
+            del view.env[name]
+    result = rig.run(view, "import threading, time; t = time.monotonic(); threading.Event().wait(0.5); "
+                           "print(time.monotonic() - t)")
+    assert float(result.stdout) == pytest.approx(0.5, abs=0.2), result.stderr
+
+
+def test_the_scaled_clock_moves_rate_times_faster_and_fires_timers_on_its_time():
+    clock = ScaledClock(rate=100)
+    try:
+        fired = []
+        t0, real0 = clock.now(), time.monotonic()
+        clock.call_later(10, lambda: fired.append(clock.now()))
+        clock.sleep(20)  # 0.2 s of wall time
+        assert (clock.now() - t0) == pytest.approx((time.monotonic() - real0) * 100, rel=0.05)
+        assert len(fired) == 1 and 10 <= fired[0] - t0 < 15
+        assert clock.child_time()["STEPGRAPH_TIME_RATE"] == "100.0"
+    finally:
+        clock.close()
+
+
+def test_make_clock_names_the_scaled_clock_and_rejects_a_bad_rate():
+    clock = make_clock("scaled:30")
+    try:
+        assert isinstance(clock, ScaledClock) and clock.rate == 30
+    finally:
+        clock.close()
+    with pytest.raises(ValueError, match="the rate must be a number > 0"):
+        make_clock("scaled:fast")
+    with pytest.raises(ValueError, match="the rate must be a number > 0"):
+        make_clock("scaled:0")
+
+
+def test_a_virtual_clock_cannot_drive_a_process(rig):
+    from view_rig import _Node, pod
+
+    from stepgraph.twin.workloads import WorkloadContext
+
+    view = NodeView(rig.view.directory, rig.store, VirtualClock(), workdir=rig.workdir)
+    try:
+        p = pod()
+        ctx = WorkloadContext(pod=p, container=p["spec"]["containers"][0], node=_Node(), host=rig.host, gpus=(),
+                              clock=VirtualClock(), store=rig.store, log=print, exit=print)
+        with pytest.raises(ViewError, match="need a scaled or real clock"):
+            view.open(ctx)
+    finally:
+        view.close()
