@@ -23,6 +23,6 @@ for folder, name in FOLDERS.items():
 setup(
     package_dir=package_dir,
     packages=packages,
-    package_data={name: ["**/*.json", "**/*.yaml", "**/*.py.txt", "**/*.md", "**/*.html", "probes/*"] for name in packages},
+    package_data={name: ["**/*.json", "**/*.yaml", "**/*.py.txt", "**/*.md", "**/*.html", "probes/*", "native/*.c"] for name in packages},
     include_package_data=True,
 )

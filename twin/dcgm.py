@@ -121,6 +121,10 @@ class Hostengine:
         self._next_group_id += 1
         return group.group_id
 
+    def destroy_group(self, group_id: int) -> None:
+        self._group(group_id)
+        del self.groups[group_id]
+
     def _group(self, group_id: int) -> Group:
         try:
             return self.groups[group_id]
@@ -189,6 +193,16 @@ class DcgmConnection:
 
     def create_group(self, name: str) -> int:
         return self._live().create_group(name)
+
+    def destroy_group(self, group_id: int) -> None:
+        self._live().destroy_group(group_id)
+
+    def gpu_attributes(self, gpu_id: int) -> dict:
+        """What `GetGpuAttributes` reports of a GPU: its identity and power limits (W)."""
+        gpu = self._live().gpu(gpu_id)
+        return {"uuid": gpu.uuid, "deviceName": gpu.sku.name, "curPowerLimit": round(gpu.limit_mw / 1000),
+                "defaultPowerLimit": gpu.sku.default_w, "enforcedPowerLimit": round(gpu.limit_mw / 1000),
+                "minPowerLimit": gpu.sku.min_w, "maxPowerLimit": gpu.sku.max_w}
 
     def add_gpu(self, group_id: int, gpu_id: int) -> None:
         engine = self._live()

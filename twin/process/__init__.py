@@ -1,0 +1,1 @@
+"""Real programs in twin containers: what such a child process sees of the node (`view`)."""

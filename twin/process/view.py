@@ -1,0 +1,277 @@
+"""What a child program sees of the node: the seam the kubelet's process mode calls per container.
+
+`NodeView` (one per twin) owns the Unix socket bridge to the twin's models, the built
+`libnvidia-ml.so.1`, and a work folder holding the nodes' hostPath folders and each container's
+files.  `NodeView.open(ctx)` gives one container start a `ProcessView`:
+
+- `environ(base)` — the environment to start the program with: `base` (the pod spec's env,
+  expanded by the caller) plus `LD_LIBRARY_PATH` → the twin's NVML library, `PYTHONPATH` → the
+  start-up hook and the DCGM bindings (`child/`), the bridge socket and token, the time contract
+  of a scaled clock, `TMPDIR` in the container's own layer;
+- `argv(argv)` — the command line with absolute paths under a mount rewritten to the machine's
+  path (the interpreter opens its script before any hook runs);
+- `mounts` — container path → machine path: the pod's hostPath and emptyDir volumes at their
+  mountPath, the service-account folder, and any the caller adds (the program's folder);
+- `write_service_account(token, ca_pem)` — the files `load_incluster_config()` reads;
+- `notes` — one line per thing this view cannot give (no C compiler, unsupported volumes);
+- `close()` — ends the container's access to the bridge and removes its files.
+
+Inside the child, `child/sitecustomize.py` applies the mounts, `/proc/<pid>/cgroup` and the clock
+to the program's own Python (builtins.open, os.*, time.*, threading waits); see
+docs/design/twin-process-view.md for why this mechanism and where it differs from a node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..dcgm import DCGM_ST_CONNECTION_NOT_VALID, DcgmConnection, DcgmError
+from ..devices import DeviceDirectory, NodeDevices
+from ..power_agent.workload import hostengine_reachable, is_privileged
+from .bridge import ContainerEndpoints, ViewBridge
+from .native import BuildFailed, NoCompiler, nvml_library_dir
+
+CHILD_DIR = Path(__file__).parent / "child"
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+HOSTENGINE_PORT = 5555  # nv-hostengine's port, which its Service exposes unchanged
+
+SOCKET_ENV = "STEPGRAPH_VIEW_SOCKET"
+TOKEN_ENV = "STEPGRAPH_VIEW_TOKEN"
+CONFIG_ENV = "STEPGRAPH_VIEW_CONFIG"
+
+
+class ViewError(RuntimeError):
+    """A container cannot be given a view; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    """`container_path` inside the program is `host_path` on this machine."""
+
+    container_path: str
+    host_path: str
+    read_only: bool = False
+
+
+@dataclass
+class ProcessView:
+    token: str
+    folder: Path
+    mounts: list[Mount]
+    env: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+    _close: Any = None
+
+    def environ(self, base: dict[str, str]) -> dict[str, str]:
+        """`base` plus this view's variables; search paths are prepended, not replaced."""
+        merged = dict(base)
+        for name, value in self.env.items():
+            if name in ("PYTHONPATH", "LD_LIBRARY_PATH") and merged.get(name):
+                merged[name] = f"{value}{os.pathsep}{merged[name]}"
+            else:
+                merged[name] = value
+        return merged
+
+    def argv(self, argv: Iterable[str]) -> list[str]:
+        return [self.host_path(a) or a if a.startswith("/") else a for a in argv]
+
+    def host_path(self, container_path: str) -> str | None:
+        """The machine's path for a path under one of the mounts, else None."""
+        path = posixpath.normpath(container_path)
+        for mount in sorted(self.mounts, key=lambda m: -len(m.container_path)):
+            if path == mount.container_path or path.startswith(mount.container_path.rstrip("/") + "/"):
+                return mount.host_path + path[len(mount.container_path.rstrip("/")):]
+        return None
+
+    def write_service_account(self, token: str, ca_pem: str) -> None:
+        """Write the pod's token and the API server's CA where in-cluster config looks for them."""
+        folder = self.host_path(SERVICE_ACCOUNT_DIR)
+        if folder is None:
+            raise ViewError("this pod does not mount a service account (automountServiceAccountToken: false)")
+        Path(folder, "token").write_text(token, encoding="utf-8")
+        Path(folder, "ca.crt").write_text(ca_pem, encoding="utf-8")
+
+    def close(self) -> None:
+        if self._close is not None:
+            self._close()
+            self._close = None
+
+
+class NodeView:
+    """One twin's views: the bridge, the NVML library build, the nodes' hostPath folders."""
+
+    def __init__(self, directory: DeviceDirectory, store: Any, clock: Any, workdir: Path | None = None) -> None:
+        self.directory = directory
+        self.store = store
+        self.clock = clock
+        self.folder = Path(tempfile.mkdtemp(prefix="sgv-", dir=workdir or _short_tmp()))
+        self._bridge = ViewBridge(self.folder)
+        self._nvml_dir: Path | None = None
+        self.nvml_problem: str | None = None  # the one line the process mode prints when NVML is missing
+        self._attached: list[NodeDevices] = []
+        self._views: dict[str, ProcessView] = {}
+
+    # -- per container --------------------------------------------------------------------------
+    def open(self, ctx: Any, mounts: Iterable[Mount] = ()) -> ProcessView:
+        """A view for one start of the container `ctx.container` of pod `ctx.pod` (a WorkloadContext)."""
+        time_env = _time_contract(self.clock)
+        devices = self.directory.get(ctx.node.name)
+        token = secrets.token_hex(12)
+        folder = self.folder / "c" / token
+        (folder / "rootfs").mkdir(parents=True)
+        (folder / "tmp").mkdir()
+        notes: list[str] = []
+        all_mounts = [*self._volume_mounts(ctx, devices, notes), *mounts]
+        sa = self._service_account(ctx, folder)
+        if sa is not None:
+            all_mounts.append(sa)
+        proc_roots = ["/proc", *[m.container_path for m in all_mounts if m.host_path == "/proc"]]
+        env = {
+            SOCKET_ENV: str(self._bridge.path),
+            TOKEN_ENV: token,
+            CONFIG_ENV: str(folder / "view.json"),
+            "PYTHONPATH": str(CHILD_DIR),
+            "PYTHONDONTWRITEBYTECODE": "1",  # never leave __pycache__ in the user's program folder
+            "TMPDIR": str(folder / "tmp"),
+            **time_env,
+        }
+        nvml = self._nvml_for(ctx, devices)
+        if nvml is not None:
+            env["LD_LIBRARY_PATH"] = str(nvml)
+        elif self.nvml_problem:
+            notes.append(self.nvml_problem)
+        config = {
+            "mounts": [[m.container_path, m.host_path, m.read_only] for m in all_mounts if m.host_path != "/proc"],
+            "proc_roots": proc_roots,
+            "own_folder": str(self.folder),
+            "rootfs": str(folder / "rootfs"),
+        }
+        (folder / "view.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+        self._bridge.register(token, self._endpoints(ctx, devices))
+
+        def close() -> None:
+            self._bridge.unregister(token)
+            self._views.pop(token, None)
+            shutil.rmtree(folder, ignore_errors=True)
+
+        view = ProcessView(token, folder, all_mounts, env, notes, close)
+        self._views[token] = view
+        return view
+
+    def close(self) -> None:
+        for view in list(self._views.values()):
+            view.close()
+        self._bridge.close()
+        for devices in self._attached:
+            devices.files.detach()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def calls(self) -> int:
+        """Bridge requests answered so far (all containers)."""
+        return self._bridge.calls
+
+    # -- pieces ---------------------------------------------------------------------------------
+    def _nvml_for(self, ctx: Any, devices: NodeDevices | None) -> Path | None:
+        if devices is None:
+            return None  # a node without GPUs has no driver library
+        if self._nvml_dir is None and self.nvml_problem is None:
+            try:
+                self._nvml_dir = nvml_library_dir()
+            except (NoCompiler, BuildFailed) as err:
+                self.nvml_problem = str(err)
+        return self._nvml_dir
+
+    def _endpoints(self, ctx: Any, devices: NodeDevices | None) -> ContainerEndpoints:
+        pod, container, host = ctx.pod, ctx.container, ctx.host
+        host_pid = bool((pod.get("spec") or {}).get("hostPID"))
+        pod_uid = pod["metadata"]["uid"]
+        privileged = is_privileged(container)
+        visible = tuple(ctx.gpus) or None  # as the in-process workloads: no claim and no env → every GPU
+
+        def cgroup(pid: int) -> str | None:
+            try:
+                proc = host.process(pid)
+            except ProcessLookupError:
+                return None
+            if not host_pid and proc.pod_uid != pod_uid:
+                raise ProcessLookupError(pid)  # another pod's PID namespace
+            return host.cgroup(pid)
+
+        def dcgm(address: str, port: int) -> DcgmConnection:
+            engine = devices.hostengine if devices else None
+            if engine is None or port != HOSTENGINE_PORT or not hostengine_reachable(address, self.store, ctx.namespace):
+                raise DcgmError(DCGM_ST_CONNECTION_NOT_VALID, f"unable to connect to the hostengine at {address}:{port}")
+            return engine.connect()
+
+        nvml = (lambda: devices.nvml(visible, privileged)) if devices else None
+        return ContainerEndpoints(nvml=nvml, cgroup=cgroup, dcgm=dcgm)
+
+    def _volume_mounts(self, ctx: Any, devices: NodeDevices | None, notes: list[str]) -> list[Mount]:
+        """The container's volumeMounts of hostPath and emptyDir volumes; others are noted."""
+        volumes = {v.get("name"): v for v in (ctx.pod.get("spec") or {}).get("volumes") or []}
+        mounts = []
+        for vm in ctx.container.get("volumeMounts") or []:
+            volume = volumes.get(vm.get("name")) or {}
+            read_only = bool(vm.get("readOnly"))
+            if "hostPath" in volume:
+                source = posixpath.normpath(volume["hostPath"].get("path") or "/")
+                host = "/proc" if source == "/proc" else str(self._node_root(ctx.node.name, devices) / source.lstrip("/"))
+                if host != "/proc":
+                    Path(host).mkdir(parents=True, exist_ok=True)  # DirectoryOrCreate, what the charts use
+            elif "emptyDir" in volume:
+                host = str(self.folder / "pods" / ctx.pod["metadata"]["uid"] / "emptyDir" / vm["name"])
+                Path(host).mkdir(parents=True, exist_ok=True)
+            else:
+                kind = next((k for k in volume if k != "name"), "unknown")
+                notes.append(f"volume {vm.get('name')!r} ({kind}) is not mounted in process containers — "
+                             f"only hostPath and emptyDir are")
+                continue
+            if vm.get("subPath"):
+                host = posixpath.join(host, vm["subPath"])
+            mounts.append(Mount(posixpath.normpath(vm["mountPath"]), host, read_only))
+        return mounts
+
+    def _node_root(self, node_name: str, devices: NodeDevices | None) -> Path:
+        """The node's `/` for hostPath volumes: its HostFiles' folder, so in-process readers agree."""
+        if devices is None:
+            return self.folder / "nodes" / node_name
+        if devices.files.root is None:
+            devices.files.attach(self.folder / "nodes" / node_name)
+            self._attached.append(devices)
+        assert devices.files.root is not None
+        return devices.files.root
+
+    def _service_account(self, ctx: Any, folder: Path) -> Mount | None:
+        spec = ctx.pod.get("spec") or {}
+        if spec.get("automountServiceAccountToken") is False:
+            return None
+        sa = folder / "serviceaccount"
+        sa.mkdir()
+        (sa / "namespace").write_text(ctx.namespace, encoding="utf-8")
+        return Mount(SERVICE_ACCOUNT_DIR, str(sa), read_only=True)
+
+
+def _time_contract(clock: Any) -> dict[str, str]:
+    """A scaled clock's contract for the child; real time needs none; virtual time cannot be given."""
+    child_time = getattr(clock, "child_time", None)
+    if child_time is not None:
+        return child_time()
+    if hasattr(clock, "advance"):  # VirtualClock: time that moves only when the test sleeps
+        raise ViewError("process containers need a scaled or real clock, and this twin runs the virtual one "
+                        "— start it with clock 'scaled' (or 'real')")
+    return {}
+
+
+def _short_tmp() -> str:
+    """A temp folder short enough for a Unix socket path (108 bytes)."""
+    base = tempfile.gettempdir()
+    return base if len(base) < 60 else "/tmp"
