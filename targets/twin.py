@@ -172,9 +172,11 @@ class TwinTarget:
             for resource, names in self._objects().items()
             for name in sorted(names - self._before.get(resource, set()))
         ]
-        board = self.twin.gpu.devices.board  # type: ignore[attr-defined]
+        boards = [devices.board for devices in self.twin.gpu.directory]  # type: ignore[attr-defined]
+        where = (lambda board: f" on node {board.node_name}") if len(boards) > 1 else (lambda board: "")
         problems += [
-            f"GPU {gpu.index} is at {gpu.limit_w} W, not its default {gpu.default_mw // 1000} W"
+            f"GPU {gpu.index}{where(board)} is at {gpu.limit_w} W, not its default {gpu.default_mw // 1000} W"
+            for board in boards
             for gpu in board.gpus
             if gpu.limit_mw != gpu.default_mw
         ]

@@ -1,7 +1,8 @@
-"""The embedded twin of a GPU test node; it imports nothing of stepgraph.
+"""The embedded twin of a GPU cluster; it imports nothing of stepgraph.
 
-`Twin` wires one cluster together — clock, store, API server, node (host, device plugin),
-scheduler, kubelet, controllers — and is the only object callers need:
+`Twin` wires one cluster together — clock, store, API server, one or more nodes (each with its
+host process table, device plugin and kubelet), scheduler, controllers — and is the only object
+callers need:
 
     with Twin(seed=3) as twin:
         kubernetes.config.load_kube_config(twin.kubeconfig_path)
@@ -11,6 +12,9 @@ scheduler, kubelet, controllers — and is the only object callers need:
 The GPU side installs itself through `hooks` (or `world`): each is called with the twin after the
 cluster exists and before the API server accepts requests, and may register workloads
 (`twin.workloads`), subscribe to the store, or arm timers on the clock.
+
+`nodes=[NodeConfig(...), ...]` makes a cluster of several nodes; `twin.node`, `twin.host`,
+`twin.inventory` and `twin.kubelet` are the first node's, `twin.nodes` / `twin.kubelets` all of them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from .controllers import Controllers
 from .host import Host
 from .kubelet import Kubelet
 from .node import GPU_RESOURCE, DeviceAllocator, GpuInventory, Node, NodeConfig
+from .runtimes import NodeRuntimes
 from .scheduler import Scheduler
 from .workloads import WorkloadRegistry
 
@@ -42,31 +47,50 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 class Twin:
-    """One twin cluster with one GPU node; a context manager (`start` / `stop`)."""
+    """One twin cluster of GPU nodes; a context manager (`start` / `stop`)."""
 
     def __init__(self, world: Any = None, seed: int = 0, clock: str | VirtualClock | RealTimeClock = "virtual", *,
-                 node: NodeConfig | None = None, hooks: list[Callable[[Twin], None]] | tuple = (),
+                 node: NodeConfig | None = None, nodes: list[NodeConfig] | tuple = (),
+                 hooks: list[Callable[[Twin], None]] | tuple = (),
                  port: int = 0, workdir: str | Path | None = None, watch_history: int = 20_000) -> None:
+        if node is not None and nodes:
+            raise ValueError("give either node= or nodes=, not both")
         self.seed = seed
         self.clock = make_clock(clock)
-        self.config = node or NodeConfig()
+        self.configs: list[NodeConfig] = list(nodes) or [node or NodeConfig()]
+        names = [c.name for c in self.configs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"node names must be unique, got {names}")
         self.types = ResourceTypes()
         self.store = Store(self.types, self.clock, self.rng("store"), history=watch_history)
         self.workloads = WorkloadRegistry()
-        self.inventory = GpuInventory.generate(self.config.gpu_count, self.rng("gpu-uuids"))
-        self.host = Host(self.rng("pids"), self.config.cgroup_driver)
-        allocator = DeviceAllocator(self.inventory, self.rng("device-plugin"), self.config.gpu_assignment)
-        self.node = Node(self.config, self.inventory, self.host, allocator)
+        self.nodes: list[Node] = []
+        self.kubelets: dict[str, Kubelet] = {}
+        pod_ips: dict[str, str] = {}  # one pod network: an IP is unique across the nodes
+        for i, cfg in enumerate(self.configs):
+            # The first node draws from the same streams as a one-node twin, so adding nodes
+            # leaves its UUIDs, PIDs and choices as they were.
+            tag = "" if i == 0 else f"{cfg.name}:"
+            inventory = GpuInventory.generate(cfg.gpu_count, self.rng(tag + "gpu-uuids"))
+            host = Host(self.rng(tag + "pids"), cfg.cgroup_driver)
+            allocator = DeviceAllocator(inventory, self.rng(tag + "device-plugin"), cfg.gpu_assignment)
+            node = Node(cfg, inventory, host, allocator)
+            self.nodes.append(node)
+            self.kubelets[node.name] = Kubelet(self.store, node, self.clock, self.workloads, self.rng(tag + "kubelet"),
+                                               host_ip=node_ip(i), pod_ips=pod_ips)
+        self.node = self.nodes[0]
+        self.config = self.node.config
+        self.inventory, self.host, self.kubelet = self.node.inventory, self.node.host, self.kubelets[self.node.name]
         self.crds = CrdController(self.store, self.types)
-        self.scheduler = Scheduler(self.store, [self.node], self.clock)
-        self.kubelet = Kubelet(self.store, self.node, self.clock, self.workloads, self.rng("kubelet"))
-        self.controllers = Controllers(self.store, [self.node], self.rng("controllers"))
+        self.scheduler = Scheduler(self.store, self.nodes, self.clock)
+        self.controllers = Controllers(self.store, self.nodes, self.rng("controllers"))
         self.start_hooks: list[Callable[[Twin], None]] = list(hooks)
         if world is not None:
             self.start_hooks.append(world.install if hasattr(world, "install") else world)
         self.world = world
         self.gpu: Any = None  # set by the GPU side's installer (twin/world_install.py)
-        self.server = ApiServer(self.store, self.kubelet, port=port)
+        runtime = self.kubelet if len(self.nodes) == 1 else NodeRuntimes(self.kubelets)
+        self.server = ApiServer(self.store, runtime, port=port)
         self._workdir = Path(workdir) if workdir else None
         self._own_workdir = workdir is None
         self.kubeconfig_path: Path | None = None
@@ -85,7 +109,8 @@ class Twin:
     def start(self) -> Self:
         for ns in SYSTEM_NAMESPACES:
             self.store.create("namespaces", None, {"metadata": {"name": ns}})
-        self.store.create("nodes", None, self._node_object())
+        for i, node in enumerate(self.nodes):
+            self.store.create("nodes", None, self._node_object(node.config, node_ip(i)))
         self.store.subscribe("nodes", self._on_node)
         for hook in self.start_hooks:
             hook(self)
@@ -122,9 +147,9 @@ class Twin:
         )
         return config.new_client_from_config(config_file=str(self.kubeconfig_path))
 
-    # -- node object ----------------------------------------------------------------------
-    def _node_object(self) -> dict:
-        cfg = self.config
+    # -- node objects ---------------------------------------------------------------------
+    @staticmethod
+    def _node_object(cfg: NodeConfig, ip: str) -> dict:
         capacity = {"cpu": cfg.cpu, "memory": cfg.memory, "pods": str(cfg.max_pods),
                     "ephemeral-storage": "1Ti", GPU_RESOURCE: str(cfg.gpu_count)}
         return {"metadata": {"name": cfg.name, "labels": dict(cfg.labels)},
@@ -132,7 +157,7 @@ class Twin:
                 "status": {"capacity": capacity, "allocatable": dict(capacity),
                            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                                            "message": "kubelet is posting ready status"}],
-                           "addresses": [{"type": "InternalIP", "address": "10.224.0.4"},
+                           "addresses": [{"type": "InternalIP", "address": ip},
                                          {"type": "Hostname", "address": cfg.name}],
                            "nodeInfo": {"kubeletVersion": "v1.31.0", "containerRuntimeVersion": "containerd://1.7.0",
                                         "operatingSystem": "linux", "architecture": "amd64",
@@ -142,9 +167,17 @@ class Twin:
 
     def _on_node(self, etype: str, node: dict) -> None:
         """Labels and taints edited through the API steer the scheduler and DaemonSets."""
-        if etype == "DELETED" or node["metadata"]["name"] != self.config.name:
+        kubelet = self.kubelets.get(node["metadata"]["name"])
+        if etype == "DELETED" or kubelet is None:
             return
-        self.config.labels = dict(node["metadata"].get("labels") or {})
-        self.config.taints = list((node.get("spec") or {}).get("taints") or [])
+        config = kubelet.node.config
+        config.labels = dict(node["metadata"].get("labels") or {})
+        config.taints = list((node.get("spec") or {}).get("taints") or [])
         self.scheduler.retry()
         self.controllers.reconcile_daemonsets()
+
+
+def node_ip(index: int) -> str:
+    """The InternalIP of the twin's `index`-th node (the first is 10.224.0.4, as before)."""
+    n = 4 + index
+    return f"10.224.{n // 256}.{n % 256}"

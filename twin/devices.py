@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .dcgm import Hostengine
-from .faults import Faults
+from .faults import Faults, NodeFaults
 from .gpus import GpuBoard
 from .nvml import NvmlLibrary
 from .power_agent.state import HostFiles
@@ -18,7 +18,7 @@ from .power_agent.state import HostFiles
 @dataclass
 class NodeDevices:
     board: GpuBoard
-    faults: Faults
+    faults: Faults | NodeFaults  # the node's own view when its world entry sets switches
     dcgm_order: str | list[int] = "reversed"
     files: HostFiles = field(default_factory=HostFiles)
     hostengine: Hostengine | None = None  # set while a hostengine pod runs on the node

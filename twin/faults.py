@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 
 class FaultSwitches(BaseModel):
@@ -101,6 +101,25 @@ class FaultSwitches(BaseModel):
     )
 
 
+class NodeSwitchesBase(BaseModel):
+    """The switches one node sets for itself, over the twin's: any of `FaultSwitches`, unset = None."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    def overrides(self) -> dict[str, Any]:
+        return {name: value for name, value in self.model_dump().items() if value is not None}
+
+
+if TYPE_CHECKING:
+    NodeFaultSwitches = NodeSwitchesBase
+else:  # the same names, types and documentation as FaultSwitches, every one optional
+    NodeFaultSwitches = create_model(
+        "NodeFaultSwitches", __base__=NodeSwitchesBase,
+        **{name: (f.annotation | None, Field(None, description=f.description))
+           for name, f in FaultSwitches.model_fields.items()},
+    )
+
+
 class UnknownFault(ValueError):
     """A run-time flip named a switch that does not exist."""
 
@@ -160,6 +179,32 @@ class Faults:
     def describe() -> dict[str, str]:
         """switch name → what it reproduces (the documentation, also served over HTTP)."""
         return {name: field.description or "" for name, field in FaultSwitches.model_fields.items()}
+
+
+class NodeFaults:
+    """One node's view of the switch board: the node's own settings (from its world entry) over the
+    twin's live `Faults`, so a run-time flip of the board reaches every node that does not set
+    that switch itself."""
+
+    def __init__(self, board: Faults, overrides: dict[str, Any]) -> None:
+        unknown = sorted(set(overrides) - set(FaultSwitches.model_fields))
+        if unknown:
+            raise UnknownFault(f"unknown fault switch(es) {', '.join(unknown)}")
+        self._board = board
+        self._overrides = dict(overrides)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name in self._overrides:
+            return self._overrides[name]
+        return getattr(self._board, name)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self._board.as_dict(), **self._overrides}
+
+    def subscribe(self, fn: Callable[[dict[str, Any]], None]) -> None:
+        self._board.subscribe(lambda _switches: fn(self.as_dict()))
 
 
 def aiohttp_routes(faults: Faults, prefix: str = "/twin/v1/faults") -> list:

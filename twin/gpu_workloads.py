@@ -159,10 +159,15 @@ def register_gpu_workloads(
     agent_tick_seconds: float = RECONCILE_INTERVAL_S,
     worker_model_load_seconds: float = 20.0,
 ) -> None:
-    """Register the GPU side's workloads (agent, hostengine, planner, pynvml scripts), in that order."""
-    registry.register("power-agent", is_agent_pod, lambda p, c: PowerAgentWorkload(directory, faults, agent_generation,
+    """Register the GPU side's workloads (agent, hostengine, planner, pynvml scripts), in that order.
+    Each reads the fault switches of the node its pod runs on (a node may set its own)."""
+    def on_node(pod: dict) -> Any:
+        devices = directory.get((pod.get("spec") or {}).get("nodeName") or "")
+        return devices.faults if devices is not None else faults
+
+    registry.register("power-agent", is_agent_pod, lambda p, c: PowerAgentWorkload(directory, on_node(p), agent_generation,
                                                                           agent_tick_seconds))
-    registry.register("dcgm-hostengine", is_hostengine_pod, lambda p, c: HostengineWorkload(directory, faults))
-    registry.register("dynamo-planner", is_planner_pod, lambda p, c: PlannerWorkload(faults, planner_generation))
+    registry.register("dcgm-hostengine", is_hostengine_pod, lambda p, c: HostengineWorkload(directory, on_node(p)))
+    registry.register("dynamo-planner", is_planner_pod, lambda p, c: PlannerWorkload(on_node(p), planner_generation))
     registry.register("nvml-script", is_nvml_script_pod, lambda p, c: NvmlScriptWorkload(directory))
     registry.register("dynamo-worker", is_dynamo_worker, lambda p, c: DynamoWorkerWorkload(worker_model_load_seconds))

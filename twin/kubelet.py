@@ -67,11 +67,14 @@ class PodRecord:
 class Kubelet:
     """The node agent; also the API server's `PodRuntime` for log, exec and proxy."""
 
-    def __init__(self, store: Any, node: Node, clock: Any, registry: WorkloadRegistry, rng: random.Random) -> None:
+    def __init__(self, store: Any, node: Node, clock: Any, registry: WorkloadRegistry, rng: random.Random, *,
+                 host_ip: str = "10.224.0.4", pod_ips: dict[str, str] | None = None) -> None:
         self.store, self.node, self.clock, self.registry = store, node, clock, registry
         self._rng = rng
+        self.host_ip = host_ip
         self._pods: dict[str, PodRecord] = {}
-        self._ips: dict[str, str] = {}  # pod uid → pod IP, unique while the pod lives
+        # pod uid → pod IP, unique while the pod lives; shared by the kubelets of one cluster
+        self._ips: dict[str, str] = {} if pod_ips is None else pod_ips
         store.subscribe("pods", self._on_pod)
 
     # -- events ---------------------------------------------------------------------------
@@ -104,7 +107,7 @@ class Kubelet:
                                      "message": f"Allocate failed due to requested number of devices unavailable for "
                                                 f"{GPU_RESOURCE}. Requested: {wanted}, Available: {free}, which is unexpected"})
             return
-        self._patch_status(rec, {"hostIP": "10.224.0.4", "podIP": self._pod_ip(rec.uid),
+        self._patch_status(rec, {"hostIP": self.host_ip, "podIP": self._pod_ip(rec.uid),
                                  "startTime": timestamp(self.clock.wall()), "qosClass": qos_class_of(pod),
                                  **self._container_status(rec, pod)})
         delay = self.node.config.startup_delay + self.node.config.image_pull_delay

@@ -1,6 +1,7 @@
 """A world file (YAML) → a validated `World`: what the twin cluster contains and how it misbehaves.
 
-A world says: the nodes and their GPUs (count, SKU, DCGM enumeration order), the environment
+A world says: the nodes (each with its GPUs — count, SKU, DCGM enumeration order — labels, taints
+and fault switches of its own; `count: N` stands for N alike nodes), the environment
 variant (kaim or target namespace / node label / state path, contract §0), the Power Agent
 (installed?, generation, actuator, safe default, memory limit, `--namespace`), the DCGM
 hostengine, the operator and the DGDs it runs (Path A), the planner generation, timings, the
@@ -28,7 +29,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError
 
 from .dcgm import dcgm_order
-from .faults import FaultSwitches
+from .faults import FaultSwitches, NodeFaultSwitches
 from .gpus import DEFAULT_SKU, UnknownSku, load_sku
 
 VARIANTS: dict[str, dict[str, str]] = {
@@ -43,12 +44,22 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Taint(_Strict):
+    key: str = Field(min_length=1)
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
 class NodeSpec(_Strict):
-    name: str = "twin-gpu-node"
+    name: str = Field("twin-gpu-node", min_length=1)
+    count: int = Field(1, ge=1, le=1024, description="this many alike nodes, named <name>-1 … <name>-N")
     gpus: int = Field(8, ge=1, le=64, description="GPUs on the node")
     sku: str = DEFAULT_SKU
     dcgm_order: str | list[int] = Field("reversed", description="DCGM gpuId → NVML index: reversed|same|rotated|[perm]")
     labels: dict[str, str] = Field(default_factory=dict, description="extra node labels")
+    taints: list[Taint] = Field(default_factory=list, description="node taints (the GPU toleration covers nvidia.com/gpu)")
+    faults: NodeFaultSwitches = Field(default_factory=NodeFaultSwitches,
+                                      description="switches set on this node only, over the world's `faults`")
 
     @field_validator("sku")
     @classmethod
@@ -63,6 +74,12 @@ class NodeSpec(_Strict):
     def _order_fits(self) -> NodeSpec:
         dcgm_order(self.gpus, self.dcgm_order)  # raises ValueError with the reason
         return self
+
+    def expanded(self) -> list[NodeSpec]:
+        """The nodes this entry stands for: itself, or `count` copies named `<name>-1` … `<name>-N`."""
+        if self.count == 1:
+            return [self]
+        return [self.model_copy(update={"name": f"{self.name}-{i}", "count": 1}) for i in range(1, self.count + 1)]
 
 
 class AgentSpec(_Strict):
@@ -130,6 +147,7 @@ class World(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> World:
+        self.nodes = [one for spec in self.nodes for one in spec.expanded()]
         names = [n.name for n in self.nodes]
         if len(set(names)) != len(names):
             raise ValueError(f"node names must be unique, got {names}")

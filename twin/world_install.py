@@ -5,12 +5,14 @@
         twin.gpu.faults.set("agent_ignores_conflicts", True)   # or PATCH /twin/v1/faults
         twin.clock.sleep(60)
 
-`build_twin` derives the node config from the world (name, GPU count, labels, start-up delay and
-the node-owned switches) and installs `WorldInstaller` as the twin's start hook. The installer
-builds the node's GPU board over the twin's host table and GPU inventory, registers the GPU
-workloads, mirrors the node-owned fault switches (CDI, GPU assignment) onto the node at every
-flip, mounts `/twin/v1/faults`, and creates the world's namespace, agent and hostengine
-DaemonSets, the DGD CRD, the operator and the DGDs — all through the in-process store.
+`build_twin` derives one node config per world node (name, GPU count, labels, taints, start-up
+delay and the node-owned switches) and installs `WorldInstaller` as the twin's start hook. The
+installer builds each node's GPU board over that node's host table and GPU inventory, with the
+node's view of the fault switches (its own settings over the world's), registers the GPU
+workloads (each finds its node's devices and switches by the pod's node), mirrors the node-owned
+switches (CDI, GPU assignment) onto each node at every flip, mounts `/twin/v1/faults`, and
+creates the world's namespace, agent and hostengine DaemonSets (one pod per matching node), the
+DGD CRD, the operator and the DGDs — all through the in-process store.
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ from typing import Any
 
 from . import Twin, world_objects
 from .devices import DeviceDirectory, NodeDevices
-from .faults import Faults, aiohttp_routes
+from .faults import Faults, NodeFaults, aiohttp_routes
 from .gpu_workloads import register_gpu_workloads
-from .gpus import GpuBoard
-from .node import DEFAULT_LABELS, NodeConfig
+from .gpus import GpuBoard, load_sku
+from .node import DEFAULT_LABELS, Node, NodeConfig
 from .operator import Operator
 from .planners import DGD_RESOURCE
-from .world import World
+from .world import NodeSpec, World
 
 DGD_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -42,29 +44,29 @@ DGD_CRD = {
 }
 
 
-class MultiNodeWorld(ValueError):
-    """The twin cluster runs one node; a world with more is for the benchmark only."""
-
-
-def node_config(world: World) -> NodeConfig:
-    spec = world.nodes[0]
+def node_config(world: World, spec: NodeSpec | None = None) -> NodeConfig:
+    """The twin node a world node describes (default: the world's first node)."""
+    spec = spec or world.nodes[0]
+    switches = {**world.faults.model_dump(), **spec.faults.overrides()}
     labels = {**DEFAULT_LABELS, "kubernetes.io/hostname": spec.name, "power-test/node": world.node_label,
-              "nvidia.com/gpu.count": str(spec.gpus), **spec.labels}
+              "nvidia.com/gpu.count": str(spec.gpus),
+              "nvidia.com/gpu.product": load_sku(spec.sku).name.replace(" ", "-"), **spec.labels}
     return NodeConfig(name=spec.name, gpu_count=spec.gpus, labels=labels,
-                      cdi_mode=world.faults.cdi_rejects_uuid, gpu_assignment=world.faults.gpu_assignment,
+                      taints=[{k: v for k, v in t.model_dump().items() if v != ""} for t in spec.taints],
+                      cdi_mode=switches["cdi_rejects_uuid"], gpu_assignment=switches["gpu_assignment"],
                       startup_delay=world.timing.pod_startup_seconds)
 
 
 def build_twin(world: World, **kwargs: Any) -> Twin:
     """A `Twin` configured and populated by `world` (kwargs go to `Twin`, e.g. `clock="real"`)."""
-    if len(world.nodes) != 1:
-        raise MultiNodeWorld(f"world {world.name!r} has {len(world.nodes)} nodes; the twin cluster runs exactly one")
-    return Twin(world=WorldInstaller(world), seed=world.seed, node=node_config(world), **kwargs)
+    return Twin(world=WorldInstaller(world), seed=world.seed,
+                nodes=[node_config(world, spec) for spec in world.nodes], **kwargs)
 
 
 @dataclass
 class GpuSide:
-    """What the installer leaves on `twin.gpu` for in-process callers (targets, tests, benches)."""
+    """What the installer leaves on `twin.gpu` for in-process callers (targets, tests, benches):
+    the switch board, the first node's `devices` and every node's in `directory`."""
 
     world: World
     faults: Faults
@@ -78,17 +80,19 @@ class WorldInstaller:
         self.world = world
 
     def install(self, twin: Twin) -> GpuSide:
-        world, spec = self.world, self.world.nodes[0]
+        world = self.world
         faults = Faults(world.faults.model_copy())
-        board = GpuBoard.build(twin.node.name, spec.sku, list(twin.inventory.uuids), twin.host)
-        devices = NodeDevices(board, faults, dcgm_order=spec.dcgm_order)
         directory = DeviceDirectory()
-        directory.add(devices)
+        for spec, node in zip(world.nodes, twin.nodes, strict=True):
+            overrides = spec.faults.overrides()
+            node_faults = NodeFaults(faults, overrides) if overrides else faults
+            board = GpuBoard.build(node.name, spec.sku, list(node.inventory.uuids), node.host)
+            directory.add(NodeDevices(board, node_faults, dcgm_order=spec.dcgm_order))
+            node_faults.subscribe(lambda switches, node=node: _mirror_node_switches(node, switches))
+            _mirror_node_switches(node, node_faults.as_dict())
         register_gpu_workloads(twin.workloads, directory, faults, world.agent.generation,
                                world.operator.planner_generation, agent_tick_seconds=world.timing.agent_tick_seconds,
                                worker_model_load_seconds=world.timing.worker_model_load_seconds)
-        faults.subscribe(lambda switches: _mirror_node_switches(twin, switches))
-        _mirror_node_switches(twin, faults.as_dict())
         twin.server.extra_routes.extend(aiohttp_routes(faults))
 
         store = twin.store
@@ -105,16 +109,18 @@ class WorldInstaller:
             operator = Operator(store, propagate_dgd_labels=world.operator.propagate_dgd_labels)
             for dgd in world.dgds:
                 store.create(DGD_RESOURCE, world.namespace, world_objects.dgd(dgd, world))
+        devices = directory.get(twin.node.name)
+        assert devices is not None
         side = GpuSide(world, faults, devices, directory, operator)
-        twin.gpu = side  # type: ignore[attr-defined]
+        twin.gpu = side
         return side
 
 
-def _mirror_node_switches(twin: Twin, switches: dict[str, Any]) -> None:
-    """CDI admission and device-plugin order belong to the node; keep them in step with the board."""
-    twin.node.config.cdi_mode = switches["cdi_rejects_uuid"]
-    twin.node.config.gpu_assignment = switches["gpu_assignment"]
-    twin.node.allocator.mode = switches["gpu_assignment"]
+def _mirror_node_switches(node: Node, switches: dict[str, Any]) -> None:
+    """CDI admission and device-plugin order belong to the node; keep them in step with its board."""
+    node.config.cdi_mode = switches["cdi_rejects_uuid"]
+    node.config.gpu_assignment = switches["gpu_assignment"]
+    node.allocator.mode = switches["gpu_assignment"]
 
 
 def _exists(store: Any, resource: str, namespace: str | None, name: str) -> bool:
