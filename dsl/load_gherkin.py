@@ -11,13 +11,21 @@ from gherkin.parser import Parser
 from . import ir
 from .binder import bind_text
 from .diagnostics import Diagnostic, Location
+from .gherkin_text import keyword_hint, text_problems
 from .registry import Registry
+from .tags import tag_problem
 
 
-def parse_tags(raw: list[str], where: Location) -> tuple[ir.Tags, list[Diagnostic]]:
-    """`id:B5`, `design:8.5.7`, `needs:nvml` and plain tags (without the @) → Tags."""
+def parse_tags(raw: list[str], where: Location | list[Location]) -> tuple[ir.Tags, list[Diagnostic]]:
+    """`id:B5`, `design:8.5.7`, `needs:nvml` and plain tags (without the @) → Tags. `where` is
+    each tag's location, or one location for all of them."""
     ids, design, needs, other, diags = [], [], [], [], []
-    for tag in raw:
+    places = where if isinstance(where, list) else [where] * len(raw)
+    for tag, place in zip(raw, places, strict=True):
+        problem = tag_problem(tag)
+        if problem is not None:
+            diags.append(Diagnostic(place, *problem, "tags"))
+            continue
         kind, _, value = tag.partition(":")
         if kind == "id" and value:
             ids.append(value)
@@ -28,7 +36,7 @@ def parse_tags(raw: list[str], where: Location) -> tuple[ir.Tags, list[Diagnosti
         else:
             other.append(tag)
     if len(ids) > 1:
-        diags.append(Diagnostic(where, f"more than one id: {', '.join(ids)}", "give each scenario one @id", "duplicates"))
+        diags.append(Diagnostic(places[0], f"more than one id: {', '.join(ids)}", "give each scenario one @id", "duplicates"))
     return ir.Tags(id=ids[0] if ids else None, design=tuple(design), needs=tuple(needs), other=tuple(other)), diags
 
 
@@ -52,7 +60,8 @@ def load_gherkin(text: str, display: str, registry: Registry) -> tuple[ir.Featur
     feature = doc.get("feature")
     if not feature:
         return None, [Diagnostic(Location(display), "no Feature in this file", "start it with `Feature: <name>`", "syntax")]
-    return _Builder(registry, display).feature(feature)
+    feature_ir, diags = _Builder(registry, display).feature(feature)
+    return feature_ir, text_problems(text, feature, registry, display) + diags
 
 
 def _parse_diag(exc: Any, display: str) -> Diagnostic:
@@ -63,7 +72,7 @@ def _parse_diag(exc: Any, display: str) -> Diagnostic:
     return Diagnostic(
         Location(display, loc.get("line", 1), loc.get("column") or 1),
         f"Gherkin syntax: {message}",
-        "fix the keyword or indentation at that line",
+        keyword_hint(message) or "fix the keyword or indentation at that line",
         "syntax",
     )
 
@@ -77,8 +86,8 @@ class _Builder:
         return Location(self.display, node["location"]["line"], node["location"].get("column") or 1)
 
     def tags(self, node: dict[str, Any]) -> ir.Tags:
-        where = self.loc(node["tags"][0]) if node.get("tags") else self.loc(node)
-        tags, diags = parse_tags([t["name"].removeprefix("@") for t in node.get("tags", [])], where)
+        raw = node.get("tags", [])
+        tags, diags = parse_tags([t["name"].removeprefix("@") for t in raw], [self.loc(t) for t in raw])
         self.diags += diags
         return tags
 
@@ -128,7 +137,7 @@ class _Builder:
         rows = []
         for examples in node["examples"]:
             header = [cell["value"] for cell in examples.get("tableHeader", {}).get("cells", [])]
-            tags = [t["name"].removeprefix("@") for t in examples.get("tags", [])]
+            tags = examples.get("tags", [])
             rows += [
                 (dict(zip(header, (c["value"] for c in row["cells"]), strict=True)), tags, row) for row in examples.get("tableBody", [])
             ]
@@ -136,10 +145,11 @@ class _Builder:
             self.diags.append(
                 Diagnostic(self.loc(node), "the Scenario Outline has no example rows", "add rows under `Examples:`", "syntax")
             )
-        base_tags = [t["name"].removeprefix("@") for t in node.get("tags", [])]
+        base_tags = node.get("tags", [])
         expanded = []
         for number, (values, example_tags, row) in enumerate(rows, 1):
-            tags, diags = parse_tags(base_tags + example_tags, self.loc(row))
+            tag_nodes = base_tags + example_tags
+            tags, diags = parse_tags([t["name"].removeprefix("@") for t in tag_nodes], [self.loc(t) for t in tag_nodes])
             self.diags += diags
             if tags.id is not None:  # each row is a scenario of its own, so it gets an id of its own
                 tags = dataclasses.replace(tags, id=f"{tags.id}.{number}")

@@ -23,6 +23,7 @@ from .load_gherkin import description_text
 from .phrases import Window
 from .registry import Registry
 from .schema import structure_schema
+from .tags import tag_problem
 from .units import Duration
 
 MAX_NODES = 100_000
@@ -240,7 +241,7 @@ class _Builder:
             scenarios = tuple(self.scenario(s, ("scenarios", i)) for i, s in enumerate(items) if isinstance(s, dict))
             feature = ir.Feature(
                 name=_text(data.get("feature")).strip(),
-                tags=self.tags(data),
+                tags=self.tags(data, ()),
                 description=description_text(_text(data.get("description"))),
                 background=background,
                 scenarios=scenarios,
@@ -254,18 +255,37 @@ class _Builder:
             )
         return feature, self.diags
 
-    def tags(self, data: dict[str, Any]) -> ir.Tags:
+    def tags(self, data: dict[str, Any], path: Path_) -> ir.Tags:
+        free = []
+        listed = data.get("tags")
+        for i, tag in enumerate(listed if isinstance(listed, list) else []):
+            if not isinstance(tag, str):
+                continue  # the schema reported it
+            problem = tag_problem(tag)
+            if problem is not None:
+                self.diags.append(Diagnostic(_nearest(self.positions, (*path, "tags", i)), *problem, "tags"))
+            else:
+                free.append(tag)
         return ir.Tags(
             id=_text(data.get("id")) or None,
             design=_texts(data.get("design")),
             needs=_texts(data.get("needs")),
-            other=_texts(data.get("tags")),
+            other=tuple(free),
         )
 
     def scenario(self, data: dict[str, Any], path: Path_) -> ir.Scenario:
+        if data.get("steps") == [] or ("steps" in data and data["steps"] is None):
+            self.diags.append(
+                Diagnostic(
+                    _nearest(self.positions, (*path, "steps")),
+                    "the scenario has no steps",
+                    "list its steps under `steps:`, one `- key: {params}` per line",
+                    "syntax",
+                )
+            )
         return ir.Scenario(
             name=_text(data.get("title")).strip(),
-            tags=self.tags(data),
+            tags=self.tags(data, path),
             description=description_text(_text(data.get("description"))),
             steps=self.steps(data.get("steps"), (*path, "steps")),
             location=_nearest(self.positions, (*path, "title")),

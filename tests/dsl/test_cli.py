@@ -88,7 +88,7 @@ BAD_INPUT = {
     ),
     "latin1.yaml": (b"title: caf\xe9\nsteps: []\n", "latin1.yaml:1:11: byte 0xe9 is not valid UTF-8"),
     "huge.yaml": ("title: T\nsteps:\n" + "  - wait: {duration: 1 s}\n" * 420_000, "huge.yaml:1:1: file is 10.9 MB, over the 1 MB limit"),
-    "unknown_key.yaml": ("title: T\nsteps: []\nowner: me\n", "unknown_key.yaml:3:1: unknown key 'owner' in the file"),
+    "unknown_key.yaml": ("title: T\nsteps: [note_time: {as: t0}]\nowner: me\n", "unknown_key.yaml:3:1: unknown key 'owner' in the file"),
     "wrong_type.yaml": ("title: T\nsteps:\n  - wait: {duration: soon}\n", "wrong_type.yaml:3:22: common.wait: parameter 'duration':"),
     "unknown_step.feature": ("Feature: F\n  Scenario: S\n    Given a unicorn\n", "unknown_step.feature:3:5: undefined step: 'a unicorn'"),
     "ambiguous.feature": (

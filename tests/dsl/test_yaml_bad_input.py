@@ -134,5 +134,5 @@ def test_deep_nesting_and_self_reference(compile_source: Callable[..., CompiledF
     assert time.perf_counter() - started < 1
     spread = HEADER + "  - bind:\n" + "".join(f"      {'[' * 5}\n" for _ in range(20))
     assert messages(compile_source(spread, "spread.yaml")) == ["spread.yaml:16:11: YAML nests deeper than 64 levels — flatten the document"]
-    [message] = messages(compile_source("a: &a [1, *a]\ntitle: T\nsteps: []\n", "self.yaml"))
+    [message] = messages(compile_source("a: &a [1, *a]\ntitle: T\nsteps: [count: {count: 1}]\n", "self.yaml"))
     assert message.startswith("self.yaml:1:1: ")

@@ -1,0 +1,108 @@
+"""Text the Gherkin parser accepts but that would silently drop steps or trace to nothing: each is
+a compile error saying what was meant."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from dsl_vocabulary import messages
+
+from stepgraph.dsl.compiler import CompiledFile
+
+STEP = 'Given a baseline of agent.counters as "c0"'
+LATER = 'When the objects "c0" are deleted'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            f"Feature: F\n  Scenario: S\n    Givn {STEP[6:]}\n    {LATER}\n",
+            "s.feature:3:5: 'Givn' is not a Gherkin keyword, so this line is read as description text and the step never runs"
+            " — did you mean `Given`?",
+            id="keyword typo before the first step",
+        ),
+        pytest.param(
+            f"Feature: F\n  Scenario: S\n    Givn {STEP[6:]}\n    And {LATER[5:]}\n",
+            "s.feature:3:5: 'Givn' is not a Gherkin keyword, so this line is read as description text and the step never runs"
+            " — did you mean `Given`?",
+            id="keyword typo followed by And",
+        ),
+        pytest.param(
+            f"Feature: F\n  Scenario: S\n    {STEP[6:]}\n    {LATER}\n",
+            "s.feature:3:5: this line reads like the step t.baseline but has no keyword, so it is description text and never runs"
+            " — start it with `Given` (or `And`)",
+            id="step without keyword",
+        ),
+        pytest.param(
+            f"Feature: F\n  Back\ufeffground:\n    {STEP}\n\n  Scenario: S\n    {LATER}\n",
+            "s.feature:2:3: the keyword 'Background:' contains invisible characters (U+FEFF), so this line and the steps under it"
+            " are description text — retype it as `Background:`",
+            id="invisible character in a keyword",
+        ),
+        pytest.param(
+            f"Feature: F\n    {STEP}\n\n  Scenario: S\n    {LATER}\n",
+            "s.feature:2:5: a step above the scenarios is read as description text, so it never runs"
+            " — put it under a `Background:` or `Scenario:` line (was one deleted?)",
+            id="deleted Background line",
+        ),
+        pytest.param(
+            f"Feature: F\n  background:\n    {STEP}\n\n  Scenario: S\n    {LATER}\n",
+            "s.feature:2:3: 'background' is not written `Background:`, so it is read as description text — write `Background:`",
+            id="keyword in the wrong case",
+        ),
+        pytest.param(
+            "Feature: F\n  Scenario: S\n",
+            "s.feature:2:3: the Scenario has no steps — add its steps, each starting with Given, When, Then, And or But",
+            id="scenario without steps",
+        ),
+        pytest.param(
+            f"Feature: F\n  Scenario: S\n    {STEP}\n  Scenaro: T\n    {LATER}\n",
+            "s.feature:4:3: Gherkin syntax: expected: #EOF, #TableRow, #DocStringSeparator, #StepLine, #TagLine, #ExamplesLine,"
+            " #ScenarioLine, #RuleLine, #Comment, #Empty, got 'Scenaro: T' — did you mean `Scenario:`?",
+            id="block keyword typo",
+        ),
+    ],
+)
+def test_lines_that_would_silently_vanish_are_errors(compile_source: Callable[..., CompiledFile], text: str, expected: str) -> None:
+    assert expected in messages(compile_source(text))
+
+
+def test_prose_in_descriptions_stays_allowed(compile_source: Callable[..., CompiledFile]) -> None:
+    text = (
+        "Feature: F\n  The agent keeps its limits. Then the planner runs.\n  Where it runs, nobody knows.\n"
+        "  Scenario: S\n    The check below is the point; given enough time it holds.\n    Then there are 3 pods\n"
+    )
+    assert messages(compile_source(text)) == []
+
+
+@pytest.mark.parametrize(
+    ("tag", "expected"),
+    [
+        ("@desing:8.5.7", "s.feature:1:1: unknown tag namespace 'desing' in @desing:8.5.7 — did you mean @design:8.5.7?"),
+        ("@ID:B5", "s.feature:1:1: unknown tag namespace 'ID' in @ID:B5 — did you mean @id:B5?"),
+        ("@id", "s.feature:1:1: @id has no value — write it like @id:B5"),
+        ("@needs:", "s.feature:1:1: @needs: has no value — write it like @needs:nvml"),
+        ("@needs=nvml", "s.feature:1:1: @needs=nvml is a free tag, not a needs tag — write it @needs:nvml"),
+        (
+            "@xfail",
+            "s.feature:1:1: @xfail is a pytest marker, not a scenario tag: it would change how the scenario runs"
+            " — remove it, or rename the tag",
+        ),
+    ],
+)
+def test_tags_that_look_like_ours_are_errors(compile_source: Callable[..., CompiledFile], tag: str, expected: str) -> None:
+    assert messages(compile_source(f"{tag}\nFeature: F\n  Scenario: S\n    Then there are 3 pods\n")) == [expected]
+
+
+def test_free_tags_stay_allowed(compile_source: Callable[..., CompiledFile]) -> None:
+    compiled = compile_source("@slow @team:power @needs-review\nFeature: F\n  Scenario: S\n    Then there are 3 pods\n")
+    assert compiled.ok and compiled.feature.tags.other == ("slow", "team:power", "needs-review")
+
+
+def test_yaml_tags_and_empty_steps(compile_source: Callable[..., CompiledFile]) -> None:
+    assert messages(compile_source("title: t\ntags: [desing:B5, slow]\nsteps: []\n", "t.yaml")) == [
+        "t.yaml:2:8: unknown tag namespace 'desing' in @desing:B5 — did you mean @design:B5?",
+        "t.yaml:3:1: the scenario has no steps — list its steps under `steps:`, one `- key: {params}` per line",
+    ]
