@@ -34,10 +34,12 @@ class ApiError(Exception):
             self.details["causes"] = causes
 
     def status(self) -> dict:
-        body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": self.message, "reason": self.reason, "code": self.code}
+        """The `Status` body, its keys in the order the real server writes them."""
+        body: dict = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                      "message": self.message, "reason": self.reason}
         if self.details:
             body["details"] = self.details
+        body["code"] = self.code
         return body
 
 

@@ -17,7 +17,7 @@ from aiohttp import web
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from . import discovery, patches, tables
+from . import discovery, encoding, patches, tables
 from .errors import ApiError, bad_request, method_not_allowed, resource_missing
 from .resources import SUBRESOURCE_VERBS, ResourceType
 from .store import Store
@@ -155,7 +155,7 @@ def check_kind(body: Any, target: Target) -> None:
 
 
 def _json(body: dict, status: int = 200, warnings: list[str] | None = None) -> web.Response:
-    resp = web.json_response(body, status=status)
+    resp = encoding.json_response(body, status=status)
     for w in warnings or []:
         escaped = w.replace('"', '\\"')
         resp.headers.add("Warning", f'299 - "{escaped}"')
@@ -304,9 +304,9 @@ def _list(request: web.Request, store: Store, target: Target) -> web.Response:
             meta["continue"] = base64.urlsafe_b64encode(json.dumps({"start": end, "rv": rv}).encode()).decode()
             meta["remainingItemCount"] = len(items) - end
         items = items[start:end]
-    head = json.dumps({"kind": target.rtype.list_kind, "apiVersion": target.rtype.api_version(target.version),
+    head = encoding.dumps({"kind": target.rtype.list_kind, "apiVersion": target.rtype.api_version(target.version),
                        "metadata": meta})
-    body = head[:-1] + ', "items": [' + ",".join(items) + "]}"  # items come encoded from the store
+    body = head[:-1] + ',"items":[' + ",".join(items) + "]}\n"  # items come encoded from the store
     return web.Response(body=body.encode(), content_type="application/json")
 
 
@@ -334,7 +334,7 @@ async def _watch(request: web.Request, store: Store, target: Target) -> web.Stre
         if exc.code != 410:
             raise
         await resp.prepare(request)
-        await resp.write(json.dumps({"type": "ERROR", "object": exc.status()}).encode() + b"\n")
+        await resp.write(encoding.encode({"type": "ERROR", "object": exc.status()}))
         return resp
     request.app[WATCH_QUEUES_KEY].add(queue)
     try:
@@ -347,7 +347,7 @@ async def _watch(request: web.Request, store: Store, target: Target) -> web.Stre
                 break
             if event is None:  # server shutting down
                 break
-            await resp.write(json.dumps(event).encode() + b"\n")
+            await resp.write(encoding.encode(event))
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from . import discovery, openapi, podio, rest
+from . import discovery, encoding, openapi, podio, rest
 from .errors import ApiError, bad_request, resource_missing
 from .store import Store
 
@@ -115,41 +115,41 @@ class ApiServer:
         try:
             return await handler(request)
         except ApiError as exc:
-            return web.json_response(exc.status(), status=exc.code)
+            return encoding.json_response(exc.status(), status=exc.code)
         except web.HTTPException:
             raise
         except Exception:  # never a traceback in a body: log it, answer like a real server
             log.exception("twin API server: %s %s failed", request.method, request.path)
             err = ApiError(500, "an error on the server has prevented the request from succeeding", "InternalError")
-            return web.json_response(err.status(), status=500)
+            return encoding.json_response(err.status(), status=500)
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
         if path in ("/healthz", "/readyz", "/livez"):
             return web.Response(text="ok")
         if path == "/version":
-            return web.json_response(discovery.VERSION_INFO)
+            return encoding.json_response(discovery.VERSION_INFO)
         if path == "/openapi/v3" or path.startswith("/openapi/v3/"):
             return self._openapi(path.removeprefix("/openapi/v3").strip("/"))
         target = rest.parse_path(self.store, path)
         if isinstance(target, dict):
             if request.method != "GET":
                 raise ApiError(405, f"{request.method} is not supported on discovery documents", "MethodNotAllowed")
-            return web.json_response(target)
+            return encoding.json_response(target)
         if target.rtype.key == "pods" and target.sub in ("log", "exec", "attach", "proxy"):
             return await self._pod_io(request, target)
         return await rest.handle_resource(request, self.store, target)
 
     def _openapi(self, gv_path: str) -> web.Response:
         if not gv_path:
-            return web.json_response(openapi.index(self.store.types))
+            return encoding.json_response(openapi.index(self.store.types))
         parts = gv_path.split("/")
         group, version = ("", parts[1]) if parts[0] == "api" and len(parts) == 2 else (
             (parts[1], parts[2]) if parts[0] == "apis" and len(parts) == 3 else ("?", "?"))
         doc = openapi.group_version_doc(self.store.types, group, version)
         if doc is None:
             raise resource_missing()
-        return web.json_response(doc)
+        return encoding.json_response(doc)
 
     async def _pod_io(self, request: web.Request, target: rest.Target) -> web.StreamResponse:
         if self.runtime is None:

@@ -14,14 +14,13 @@ events they cause are queued behind the current ones, so every subscriber sees o
 from __future__ import annotations
 
 import copy
-import json
 import random
 import threading
 import uuid as uuidlib
 from collections.abc import Callable
 from typing import Any
 
-from . import objects, patches, schemas
+from . import encoding, objects, patches, schemas
 from .dispatch import Dispatcher
 from .errors import ApiError, already_exists, bad_request, conflict, invalid, not_found
 from .resources import ResourceType, ResourceTypes
@@ -98,7 +97,7 @@ class Store:
         list items are served): no deep copies, which is what makes large LISTs cheap."""
         rtype = self.rtype(resource)
         with self._lock:
-            items = [json.dumps({k: v for k, v in o.items() if k not in ("kind", "apiVersion")})
+            items = [encoding.dumps({k: v for k, v in o.items() if k not in ("kind", "apiVersion")})
                      for o in self._matching(rtype, namespace, label_selector, field_selector)]
             return items, str(self._rv)
 
