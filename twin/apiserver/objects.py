@@ -119,30 +119,63 @@ def apply_defaults(resource_key: str, obj: dict, rng: random.Random) -> None:
             port.setdefault("protocol", "TCP")
             port.setdefault("targetPort", port.get("port"))
         spec.setdefault("sessionAffinity", "None")
-    elif resource_key in ("daemonsets.apps", "deployments.apps"):
-        if resource_key == "deployments.apps":
-            spec.setdefault("replicas", 1)
-            obj.setdefault("status", {})
-        else:  # DaemonSetStatus has four required counters; a fresh DaemonSet has scheduled nothing yet
-            status = obj.setdefault("status", {})
-            for counter in ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"):
-                status.setdefault(counter, 0)
+        if spec["clusterIP"] != "None":
+            spec.setdefault("ipFamilies", ["IPv4"])
+            spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+        obj["status"] = {"loadBalancer": {}}
+    elif resource_key in WORKLOADS:
+        _default_workload(resource_key, obj, spec)
 
 
-_HAS_SPEC = {"pods", "namespaces", "services", "daemonsets.apps", "deployments.apps",
-             "customresourcedefinitions.apiextensions.k8s.io"}
+_HAS_SPEC = {"pods", "namespaces", "services", "customresourcedefinitions.apiextensions.k8s.io"}
+# Kinds that carry a pod template at spec.template.
+WORKLOADS = {"daemonsets.apps", "deployments.apps", "replicasets.apps", "replicationcontrollers", "jobs.batch"}
+_HAS_SPEC |= WORKLOADS
 
 
-def _default_pod(obj: dict, spec: dict) -> None:
+def _default_workload(resource_key: str, obj: dict, spec: dict) -> None:
+    """The defaults the real server's apps/batch/core defaulting functions give these kinds."""
+    template = spec.get("template")
+    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+        _default_pod_spec(template["spec"])
+    status = obj.setdefault("status", {})
+    if resource_key in ("deployments.apps", "replicasets.apps", "replicationcontrollers"):
+        spec.setdefault("replicas", 1)
+    if resource_key == "deployments.apps":
+        spec.setdefault("strategy", {"type": "RollingUpdate"})
+        if spec["strategy"].get("type") == "RollingUpdate":
+            spec["strategy"].setdefault("rollingUpdate", {"maxUnavailable": "25%", "maxSurge": "25%"})
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("progressDeadlineSeconds", 600)
+    elif resource_key == "daemonsets.apps":
+        spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+        if spec["updateStrategy"].get("type") == "RollingUpdate":
+            spec["updateStrategy"].setdefault("rollingUpdate", {"maxUnavailable": 1, "maxSurge": 0})
+        spec.setdefault("revisionHistoryLimit", 10)
+        # DaemonSetStatus has four required counters; a fresh DaemonSet has scheduled nothing yet
+        for counter in ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"):
+            status.setdefault(counter, 0)
+    elif resource_key == "replicationcontrollers":
+        labels = ((template or {}).get("metadata") or {}).get("labels") or {}
+        spec.setdefault("selector", dict(labels))
+        obj["metadata"].setdefault("labels", dict(labels))
+        status.setdefault("replicas", 0)
+    elif resource_key == "replicasets.apps":
+        status.setdefault("replicas", 0)
+    elif resource_key == "jobs.batch":
+        for k, v in (("parallelism", 1), ("completions", 1), ("backoffLimit", 6), ("completionMode", "NonIndexed"),
+                     ("suspend", False), ("podReplacementPolicy", "TerminatingOrFailed"), ("manualSelector", False)):
+            spec.setdefault(k, v)
+
+
+def _default_pod_spec(spec: dict) -> None:
+    """Pod-spec defaults shared by pods and pod templates."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("serviceAccountName", "default")
-    spec.setdefault("serviceAccount", spec["serviceAccountName"])
     spec.setdefault("securityContext", {})
-    spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("priority", 0)
     for c in spec.get("containers") or []:
         image = c.get("image", "")
         tag = image.rsplit("/", 1)[-1]
@@ -154,6 +187,14 @@ def _default_pod(obj: dict, spec: dict) -> None:
         res = c["resources"]
         if res.get("limits") and not res.get("requests"):
             res["requests"] = dict(res["limits"])  # requests default to limits
+
+
+def _default_pod(obj: dict, spec: dict) -> None:
+    _default_pod_spec(spec)
+    spec.setdefault("serviceAccountName", "default")
+    spec.setdefault("serviceAccount", spec["serviceAccountName"])
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("priority", 0)
     status = obj.setdefault("status", {})
     status.setdefault("phase", "Pending")
 
@@ -174,6 +215,22 @@ def pod_update_problems(old: dict, new: dict) -> list[tuple[str, str, str]]:
         a.pop("nodeName", None)
     if a != b:
         return [("FieldValueForbidden", "spec", _POD_UPDATE_RULE)]
+    return []
+
+
+def service_update_problems(old: dict, new: dict) -> list[tuple[str, str, str]]:
+    """An update that leaves the cluster IP out keeps it (as the real server fills it back in);
+    one that changes it is refused with the real server's 422."""
+    was, spec = old.get("spec") or {}, new.setdefault("spec", {})
+    if not spec.get("clusterIP") and not spec.get("clusterIPs"):
+        for k in ("clusterIP", "clusterIPs"):
+            if k in was:
+                spec[k] = copy.deepcopy(was[k])
+        return []
+    wanted = spec.get("clusterIPs") or [spec.get("clusterIP")]
+    if was.get("clusterIP") and wanted[0] != was["clusterIP"]:
+        shown = ", ".join(f'"{ip}"' for ip in wanted)
+        return [("FieldValueInvalid", "spec.clusterIPs[0]", f"Invalid value: []string{{{shown}}}: may not change once set")]
     return []
 
 
@@ -198,6 +255,10 @@ def updated(rtype: ResourceType, old: dict, body: dict, subresource: str | None)
     elif has_status:
         new.pop("status", None)
     if rtype.key == "pods" and (problems := pod_update_problems(old, new)):
+        raise invalid(rtype.kind, rtype.group, md["name"], problems)
+    if rtype.key in WORKLOADS:  # defaulting runs on every write, so an update cannot drop them
+        _default_workload(rtype.key, new, new.setdefault("spec", {}))
+    if rtype.key == "services" and (problems := service_update_problems(old, new)):
         raise invalid(rtype.kind, rtype.group, md["name"], problems)
     if md.get("deletionTimestamp") and len(md.get("finalizers") or []) > len(old["metadata"].get("finalizers") or []):
         raise invalid(rtype.kind, rtype.group, md["name"], [(

@@ -30,6 +30,9 @@ WATCH_QUEUES_KEY = web.AppKey("watch_queues", set)
 MAX_WATCH_SECONDS = 1800.0  # a watch with no timeoutSeconds still ends, as on a real server
 MAX_DEPTH = 100  # far beyond any real manifest; keeps copies and validation off the recursion limit
 MAX_YAML_NODES = 1_000_000  # expanded; a real server refuses "excessive aliasing" the same way
+# Kinds whose DELETE answers the deleted object even when it is gone at once (the rest answer a
+# `Status`), as their registries on a real server do; the typed client deserialises accordingly.
+RETURNS_DELETED_OBJECT = frozenset({"pods", "services", "serviceaccounts"})
 
 
 @dataclass
@@ -223,7 +226,7 @@ async def handle_resource(request: web.Request, store: Store, target: Target) ->
         grace = opts.get("gracePeriodSeconds")
         obj, gone = store.delete(rt, ns, name, grace_period_seconds=grace, preconditions=opts.get("preconditions"),
                                  version=version, dry_run=dry_run or opts.get("dryRun") == ["All"])
-        returns_object = rt.key == "pods" or not rt.builtin or not gone
+        returns_object = rt.key in RETURNS_DELETED_OBJECT or not rt.builtin or not gone
         return _json(obj if returns_object else _success(target, obj))
     if verb == "deletecollection":
         opts = await _delete_options(request)
