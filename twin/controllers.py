@@ -16,6 +16,7 @@ from typing import Any
 
 from .apiserver.errors import ApiError
 from .apiserver.objects import generate_name
+from .garbage_collector import GarbageCollector
 from .node import Node
 from .scheduler import tolerates
 
@@ -39,6 +40,7 @@ class Controllers:
 
     def __init__(self, store: Any, nodes: list[Node], rng: Any) -> None:
         self.store, self.nodes, self._rng = store, nodes, rng
+        self.gc = GarbageCollector(store)
         store.subscribe("daemonsets.apps", lambda e, ds: self._daemonset(e, ds))
         store.subscribe("deployments.apps", lambda e, d: self._deployment(e, d))
         store.subscribe("pods", self._on_pod)
@@ -76,10 +78,9 @@ class Controllers:
 
     def _daemonset(self, etype: str, ds: dict) -> None:
         md, ns = ds["metadata"], ds["metadata"]["namespace"]
+        if etype == "DELETED" or md.get("deletionTimestamp"):
+            return  # what it owns is the garbage collector's to delete (or orphan)
         pods = [p for p in _owned(self.store, ns, md["uid"]) if not p["metadata"].get("deletionTimestamp")]
-        if etype == "DELETED":
-            self._delete_all(pods)
-            return
         template = (ds.get("spec") or {}).get("template") or {}
         tspec = template.get("spec") or {}
         want = [n for n in self.nodes if self._fits(n, tspec)]
@@ -122,10 +123,9 @@ class Controllers:
     # -- Deployment ------------------------------------------------------------------------
     def _deployment(self, etype: str, dep: dict) -> None:
         md, ns = dep["metadata"], dep["metadata"]["namespace"]
+        if etype == "DELETED" or md.get("deletionTimestamp"):
+            return  # what it owns is the garbage collector's to delete (or orphan)
         pods = [p for p in _owned(self.store, ns, md["uid"]) if not p["metadata"].get("deletionTimestamp")]
-        if etype == "DELETED":
-            self._delete_all(pods)
-            return
         template = (dep.get("spec") or {}).get("template") or {}
         pth = _template_hash(template)
         stale = [p for p in pods if p["metadata"].get("labels", {}).get("pod-template-hash") != pth]

@@ -8,6 +8,7 @@ turn a client's successful write into an error, nor stop the others.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import deque
@@ -17,12 +18,14 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 Subscriber = Callable[[str, dict], None]
+AnySubscriber = Callable[[str, str, dict], None]  # (resource key, event type, object)
 
 
 class Dispatcher:
     def __init__(self, lock: threading.RLock) -> None:
         self._lock = lock  # the store's: the queue is filled under it
         self._subs: dict[str, list[Subscriber]] = {}
+        self._any: list[AnySubscriber] = []
         self._pending: deque[tuple[str, str, dict]] = deque()
         self._running = threading.RLock()
         self._local = threading.local()
@@ -36,6 +39,12 @@ class Dispatcher:
                 if fn in self._subs.get(resource, []):
                     self._subs[resource].remove(fn)
         return unsubscribe
+
+    def subscribe_all(self, fn: AnySubscriber) -> None:
+        """Every change to every resource (the garbage collector's view), before the
+        per-resource subscribers of that change."""
+        with self._lock:
+            self._any.append(fn)
 
     def queue(self, resource: str, etype: str, obj: dict) -> None:
         """Called under the store's lock for every committed change."""
@@ -53,7 +62,8 @@ class Dispatcher:
                         if not self._pending:
                             return
                         resource, etype, obj = self._pending.popleft()
-                        subs = list(self._subs.get(resource, ()))
+                        subs = [functools.partial(f, resource) for f in self._any]
+                        subs += self._subs.get(resource, ())
                     for fn in subs:
                         try:
                             fn(etype, render(resource, obj))

@@ -33,6 +33,11 @@ _POD_UPDATE_RULE = (
     "previously negative)")
 
 
+# Kinds whose DELETE without a propagationPolicy orphans their dependents (kept so for backward
+# compatibility by the real server; everything else defaults to Background).
+DEFAULT_PROPAGATION = {"replicationcontrollers": "Orphan", "jobs.batch": "Orphan"}
+
+
 def timestamp(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

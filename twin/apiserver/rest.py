@@ -17,7 +17,7 @@ from aiohttp import web
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from . import discovery, encoding, patches, tables
+from . import discovery, encoding, objects, patches, tables
 from .errors import ApiError, bad_request, method_not_allowed, resource_missing
 from .resources import SUBRESOURCE_VERBS, ResourceType
 from .store import Store
@@ -225,15 +225,21 @@ async def handle_resource(request: web.Request, store: Store, target: Target) ->
         opts = await _delete_options(request)
         grace = opts.get("gracePeriodSeconds")
         obj, gone = store.delete(rt, ns, name, grace_period_seconds=grace, preconditions=opts.get("preconditions"),
-                                 version=version, dry_run=dry_run or opts.get("dryRun") == ["All"])
+                                 propagation=opts.get("propagationPolicy"), version=version,
+                                 dry_run=dry_run or opts.get("dryRun") == ["All"])
+        if rt.key in objects.DEFAULT_PROPAGATION and not opts.get("propagationPolicy"):
+            warnings.append(f"child pods are preserved by default when {rt.plural} are deleted; set "
+                            "propagationPolicy=Background to remove them or set propagationPolicy=Orphan to "
+                            "suppress this warning")
         returns_object = rt.key in RETURNS_DELETED_OBJECT or not rt.builtin or not gone
-        return _json(obj if returns_object else _success(target, obj))
+        return _json(obj if returns_object else _success(target, obj), 200, warnings)
     if verb == "deletecollection":
         opts = await _delete_options(request)
         for obj in store.list(rt, ns, label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector")):
             try:
                 store.delete(rt, obj["metadata"].get("namespace"), obj["metadata"]["name"],
-                             grace_period_seconds=opts.get("gracePeriodSeconds"))
+                             grace_period_seconds=opts.get("gracePeriodSeconds"),
+                             propagation=opts.get("propagationPolicy"))
             except ApiError as exc:
                 if exc.code != 404:
                     raise
@@ -275,6 +281,10 @@ async def _delete_options(request: web.Request) -> dict:
                 raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
             if not isinstance(opts, dict):
                 raise bad_request("DeleteOptions must be an object")
+    if "propagationPolicy" in request.query:
+        opts["propagationPolicy"] = request.query["propagationPolicy"]
+    if opts.get("orphanDependents") is not None and not opts.get("propagationPolicy"):
+        opts["propagationPolicy"] = "Orphan" if opts["orphanDependents"] else "Background"
     if "gracePeriodSeconds" in request.query:
         try:
             opts["gracePeriodSeconds"] = int(request.query["gracePeriodSeconds"])

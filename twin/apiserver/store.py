@@ -27,6 +27,9 @@ from .resources import ResourceType, ResourceTypes
 from .selectors import parse_field_selector, parse_label_selector
 from .watch import Watcher, WatchHub
 
+# DeleteOptions.propagationPolicy → the finalizer that makes the garbage collector act first.
+PROPAGATION_FINALIZERS = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}
+
 
 class Store:
     """All objects of the twin cluster; thread-safe."""
@@ -207,7 +210,8 @@ class Store:
 
     def delete(self, resource: str | ResourceType, namespace: str | None, name: str, *,
                grace_period_seconds: int | None = None, preconditions: dict | None = None,
-               version: str | None = None, dry_run: bool = False) -> tuple[dict, bool]:
+               propagation: str | None = None, version: str | None = None,
+               dry_run: bool = False) -> tuple[dict, bool]:
         """Delete; returns (the object as last seen — with its deletionTimestamp when it stays —,
         whether it is gone already)."""
         rtype = self.rtype(resource)
@@ -220,26 +224,37 @@ class Store:
                 raise ApiError(409, f'Precondition failed for {rtype.plural} "{name}"', "Conflict")
             if dry_run:
                 return self.out(rtype, obj, version), False
-            gone = self._delete_locked(rtype, obj, grace_period_seconds)
+            policy = propagation or objects.DEFAULT_PROPAGATION.get(rtype.key, "Background")
+            if policy not in PROPAGATION_FINALIZERS and policy != "Background":
+                raise bad_request(f'DeletionPropagation "{policy}" is not supported: must be one of '
+                                  '"Orphan", "Background", "Foreground"')
+            gone = self._delete_locked(rtype, obj, grace_period_seconds, PROPAGATION_FINALIZERS.get(policy))
             last = self.out(rtype, obj if gone else self._current(rtype, ns, name), version)
         self._drain()
         return last, gone
 
-    def _delete_locked(self, rtype: ResourceType, obj: dict, grace: int | None) -> bool:
+    def _delete_locked(self, rtype: ResourceType, obj: dict, grace: int | None, finalizer: str | None = None) -> bool:
         """Mark or remove: a grace period (pods on a node) or finalizers keep the object, with
         `deletionTimestamp` (when it may go) and `deletionGracePeriodSeconds`; a later delete may
-        shorten the grace, and one with grace 0 and no finalizers left removes it."""
+        shorten the grace, and one with grace 0 and no finalizers left removes it. `finalizer`
+        (Foreground / Orphan propagation) is added for the garbage collector to work off."""
         if rtype.key == "namespaces":
             return self._terminate_namespace(rtype, obj)
         md = obj["metadata"]
         grace = self._grace_period(rtype, obj, grace)
-        if grace == 0 and not md.get("finalizers"):
+        finalizers = list(md.get("finalizers") or [])
+        add = finalizer is not None and finalizer not in finalizers
+        if grace == 0 and not finalizers and not add:
             self._remove(rtype, obj)
             return True
-        if md.get("deletionTimestamp") is None or grace < md.get("deletionGracePeriodSeconds", 0):
+        mark = md.get("deletionTimestamp") is None or grace < md.get("deletionGracePeriodSeconds", 0)
+        if mark or add:
             new = copy.deepcopy(obj)
-            new["metadata"].update(deletionTimestamp=objects.timestamp(self.clock.wall() + grace),
-                                   deletionGracePeriodSeconds=grace)
+            if add:
+                new["metadata"]["finalizers"] = [*finalizers, finalizer]
+            if mark:
+                new["metadata"].update(deletionTimestamp=objects.timestamp(self.clock.wall() + grace),
+                                       deletionGracePeriodSeconds=grace)
             self._commit(rtype, "MODIFIED", obj, new)
         return False
 
@@ -364,6 +379,10 @@ class Store:
         return self.out(rtype, obj) if rtype else copy.deepcopy(obj)
 
     # -- subscriptions and watches -----------------------------------------------------------
+    def subscribe_all(self, fn: Callable[[str, str, dict], None]) -> None:
+        """Call `fn(resource_key, event_type, obj)` after every change to any resource."""
+        self._dispatcher.subscribe_all(fn)
+
     def subscribe(self, resource: str, fn: Callable[[str, dict], None]) -> Callable[[], None]:
         """Call `fn(event_type, obj)` after every change to `resource` (see dispatch.py)."""
         return self._dispatcher.subscribe(resource, fn)
