@@ -82,12 +82,26 @@ class ProcessView:
         return merged
 
     def argv(self, argv: Iterable[str]) -> list[str]:
-        return [self.host_path(a) or a if a.startswith("/") else a for a in argv]
+        """The command line the machine runs: an executable, or a Python interpreter's script, under
+        a mount gets its machine path (both are opened before the hook runs); nothing else changes."""
+        out = list(argv)
+        if out and out[0].startswith("/"):
+            out[0] = self.host_path(out[0]) or out[0]
+        if not out or not posixpath.basename(out[0]).startswith("python"):
+            return out
+        i = 1
+        while i < len(out) and out[i].startswith("-") and out[i] not in ("-c", "-m", "-"):
+            i += 2 if out[i] in ("-W", "-X") else 1  # the interpreter options that take a value
+        if i < len(out) and out[i].startswith("/") and out[i - 1] not in ("-c", "-m"):
+            out[i] = self.host_path(out[i]) or out[i]
+        return out
 
     def host_path(self, container_path: str) -> str | None:
         """The machine's path for a path under one of the mounts, else None."""
         path = posixpath.normpath(container_path)
         for mount in sorted(self.mounts, key=lambda m: -len(m.container_path)):
+            if mount.host_path == "/proc":
+                continue  # the twin's /proc view lives in the hook, not on disk
             if path == mount.container_path or path.startswith(mount.container_path.rstrip("/") + "/"):
                 return mount.host_path + path[len(mount.container_path.rstrip("/")):]
         return None
