@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+from pathlib import Path
 
 import certifi
 import pytest
@@ -106,7 +107,7 @@ def test_a_read_only_mount_refuses_writes(rig):
 
 def test_in_cluster_config_reads_the_service_account_files(rig):
     view = rig.open()
-    ca = open(certifi.where(), encoding="utf-8").read()
+    ca = Path(certifi.where()).read_text(encoding="utf-8")
     view.write_service_account("twin-token-123", ca)
     script = """
 import ssl

@@ -74,9 +74,9 @@ class ViewRig:
         return subprocess.run(argv, env=view.environ(base), capture_output=True, text=True, timeout=timeout,
                               check=False)
 
-    def popen(self, view: ProcessView, script: str) -> subprocess.Popen:
+    def popen(self, view: ProcessView, script: str, *args: str) -> subprocess.Popen:
         base = {k: v for k, v in os.environ.items() if not k.startswith("STEPGRAPH_")}
-        return subprocess.Popen([sys.executable, "-c", script], env=view.environ(base), stdin=subprocess.PIPE,
+        return subprocess.Popen([sys.executable, "-c", script, *args], env=view.environ(base), stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def close(self) -> None:

@@ -1,0 +1,27 @@
+"""DCGM's blank values (`dcgmvalue` of the DCGM Python bindings): "not set" in a config field."""
+
+DCGM_INT8_BLANK = 0x70
+DCGM_INT32_BLANK = 0x7FFFFFF0
+DCGM_INT64_BLANK = 0x7FFFFFFFFFFFFFF0
+DCGM_FP64_BLANK = 140737488355328.0  # 2**47
+DCGM_STR_BLANK = "<<<NULL>>>"
+
+DCGM_INT32_NOT_FOUND, DCGM_INT32_NOT_SUPPORTED, DCGM_INT32_NOT_PERMISSIONED = (DCGM_INT32_BLANK + i for i in (1, 2, 3))
+DCGM_INT64_NOT_FOUND, DCGM_INT64_NOT_SUPPORTED, DCGM_INT64_NOT_PERMISSIONED = (DCGM_INT64_BLANK + i for i in (1, 2, 3))
+DCGM_FP64_NOT_FOUND, DCGM_FP64_NOT_SUPPORTED, DCGM_FP64_NOT_PERMISSIONED = (DCGM_FP64_BLANK + i for i in (1.0, 2.0, 3.0))
+
+
+def DCGM_INT32_IS_BLANK(val):
+    return val >= DCGM_INT32_BLANK
+
+
+def DCGM_INT64_IS_BLANK(val):
+    return val >= DCGM_INT64_BLANK
+
+
+def DCGM_FP64_IS_BLANK(val):
+    return val >= DCGM_FP64_BLANK
+
+
+def DCGM_STR_IS_BLANK(val):
+    return val.startswith("<<<") and ">>>" in val
