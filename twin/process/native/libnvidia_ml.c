@@ -80,20 +80,22 @@ static int send_all(const char *buf, size_t len) {
     return 0;
 }
 
-/* One line into `reply` (without the newline); -1 when the twin has gone. */
+/* One line into `reply` (without the newline); -1 when the twin has gone.  The twin answers one
+ * line per request and nothing else, so whatever one recv returns belongs to this reply. */
 static int read_line(void) {
     size_t used = 0;
     while (used < sizeof(reply) - 1) {
-        ssize_t n = recv(sock, reply + used, 1, 0);
+        ssize_t n = recv(sock, reply + used, sizeof(reply) - 1 - used, 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             return -1;
-        if (reply[used] == '\n') {
-            reply[used] = '\0';
+        char *end = memchr(reply + used, '\n', (size_t)n);
+        used += (size_t)n;
+        if (end) {
+            *end = '\0';
             return 0;
         }
-        used++;
     }
     return -1;
 }
