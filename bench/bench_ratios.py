@@ -1,0 +1,283 @@
+"""Every performance figure as a ratio against a baseline measured in the same run → one table.
+
+    .venv/bin/python bench/bench_ratios.py [--repeat 5] [--scenarios 1000] [--only dsl|twin]
+
+The baselines: plain pytest-bdd doing the same work (the same step texts, one step definition
+each, no stepgraph plugin loaded), `python -c pass`, and a minimal aiohttp server doing the same
+JSON work as the twin. Step texts are distinct in every scenario (a counter name and a number),
+so no cache can hit on repeated text. Whole-process figures are the wall time and peak RSS of a
+child process (`wait4`); every figure alternates which side runs first, `--repeat` times, and
+reports medians with their spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import http.client
+import json
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from harness import Figure, interleave, run_process, table
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+NO_STEPGRAPH = ["-p", "no:stepgraph", "-p", "no:stepgraph-reports", "-p", "no:stepgraph-world"]
+
+PLAIN_CONFTEST = '''
+from pytest_bdd import given, parsers, then, when
+
+COUNTERS = {}
+
+
+@given(parsers.parse('a counter "{name}" starting at {n:d}'))
+def start(name, n):
+    COUNTERS[name] = n
+
+
+@when(parsers.parse('we add {n:d} to the counter "{name}"'))
+def add(name, n):
+    COUNTERS[name] += n
+
+
+@then(parsers.parse('the counter "{name}" is at least {n:d}'))
+def at_least(name, n):
+    assert COUNTERS[name] >= n
+'''
+
+STEPGRAPH_CONFTEST = '''
+from stepgraph.dsl import REGISTRY, Params
+
+COUNTERS = {}
+
+
+class Counter(Params):
+    name: str
+    n: int
+
+
+@REGISTRY.given("bench.start", "a counter {name} starting at {n:int}", key="bench_start", params=Counter)
+def start(ctx, p):
+    COUNTERS[p.name] = p.n
+
+
+@REGISTRY.when("bench.add", "we add {n:int} to the counter {name}", key="bench_add", params=Counter)
+def add(ctx, p):
+    COUNTERS[p.name] += p.n
+
+
+@REGISTRY.then("bench.at_least", "the counter {name} is at least {n:int}", key="bench_at_least", params=Counter)
+def at_least(ctx, p):
+    assert COUNTERS[p.name] >= p.n
+'''
+
+
+def feature_text(first: int, count: int, steps: int) -> str:
+    """`count` scenarios of `steps` steps, every step text distinct across the whole project."""
+    lines = [f"Feature: Generated {first}"]
+    for s in range(first, first + count):
+        name = f"c{s}"
+        lines += ["", f"  Scenario: generated {s}", f'    Given a counter "{name}" starting at {s}']
+        lines += [f'    When we add {k} to the counter "{name}"' for k in range(1, steps - 1)]
+        lines.append(f'    Then the counter "{name}" is at least {s}')
+    return "\n".join(lines) + "\n"
+
+
+def project(root: Path, kind: str, scenarios: int, steps: int, per_file: int = 10) -> Path:
+    """A project of either kind with the same feature files."""
+    folder = root / f"{kind}-{scenarios}x{steps}"
+    features = folder / "features"
+    features.mkdir(parents=True)
+    for first in range(0, scenarios, per_file):
+        (features / f"gen_{first:05d}.feature").write_text(feature_text(first, min(per_file, scenarios - first), steps))
+    if kind == "plain":
+        (folder / "pytest.ini").write_text("[pytest]\n")
+        (folder / "conftest.py").write_text(PLAIN_CONFTEST)
+        (folder / "test_features.py").write_text('from pytest_bdd import scenarios\n\nscenarios("features")\n')
+    else:
+        (folder / "pytest.ini").write_text("[pytest]\nstepgraph_paths = features\ntestpaths = features\n")
+        (folder / "conftest.py").write_text(STEPGRAPH_CONFTEST)
+    return folder
+
+
+def pytest_argv(kind: str, *extra: str) -> list[str]:
+    ours = ["--target", "local"] if kind == "stepgraph" else NO_STEPGRAPH
+    return [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *ours, *extra]
+
+
+def dsl_figures(work: Path, scenarios: int, repeat: int) -> list[Figure]:
+    big, small = 10, 2
+    projects = {(kind, n): project(work, kind, scenarios, n) for kind in ("plain", "stepgraph") for n in (big, small)}
+    tiny = {kind: project(work, kind, 1, 1) for kind in ("plain", "stepgraph")}
+
+    def wall(kind: str, steps: int, *extra: str) -> Callable[[], float]:
+        return lambda: run_process(pytest_argv(kind, *extra), projects[kind, steps]).wall_s
+
+    whole = interleave(Figure(f"whole run, {scenarios:,} scenarios × {big} steps", "plain pytest-bdd", "s", target=1.3),
+                       wall("stepgraph", big), wall("plain", big), repeat)
+    rss = Figure(f"peak RSS, {scenarios:,} × {big} run", "plain pytest-bdd", "MiB")
+    interleave(rss, lambda: run_process(pytest_argv("stepgraph"), projects["stepgraph", big]).peak_rss_mib,
+               lambda: run_process(pytest_argv("plain"), projects["plain", big]).peak_rss_mib, max(1, repeat // 2))
+
+    def per_step(kind: str, *extra: str) -> Callable[[], float]:
+        def measure() -> float:
+            large = run_process(pytest_argv(kind, *extra), projects[kind, big]).wall_s
+            little = run_process(pytest_argv(kind, *extra), projects[kind, small]).wall_s
+            return (large - little) / (scenarios * (big - small))
+        return measure
+
+    step = interleave(Figure("per extra step (run)", "plain pytest-bdd", "µs", target=1.2),
+                      per_step("stepgraph"), per_step("plain"), repeat)
+    collect = interleave(Figure("per extra step (collection only)", "plain pytest-bdd", "µs", target=1.5),
+                         per_step("stepgraph", "--collect-only"), per_step("plain", "--collect-only"), repeat)
+    startup = interleave(Figure("start-up, 1 scenario × 1 step", "plain pytest-bdd", "s", target=1.3),
+                         lambda: run_process(pytest_argv("stepgraph"), tiny["stepgraph"]).wall_s,
+                         lambda: run_process(pytest_argv("plain"), tiny["plain"]).wall_s, repeat)
+
+    one_file = REPO / "scenarios" / "demo" / "bindings.feature"  # a catalog file: lint loads only installed libraries
+    lint = interleave(Figure("`stepgraph lint` of one small file", "`python -c pass`", "s", limit=0.3),
+                      lambda: run_process([str(Path(PY).parent / "stepgraph"), "lint", str(one_file)], REPO).wall_s,
+                      lambda: run_process([PY, "-c", "pass"], work).wall_s, repeat)
+
+    catalog_plain = work / "catalog-plain"
+    for feature in (REPO / "scenarios").rglob("*.feature"):
+        target = catalog_plain / "features" / feature.relative_to(REPO / "scenarios")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(feature, target)
+    (catalog_plain / "pytest.ini").write_text("[pytest]\n")
+    (catalog_plain / "test_features.py").write_text('from pytest_bdd import scenarios\n\nscenarios("features")\n')
+    catalog = interleave(
+        Figure("`pytest scenarios --collect-only` (the catalog)", "plain pytest-bdd, same .feature files", "s", target=1.5),
+        lambda: run_process([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", "scenarios"], REPO).wall_s,
+        lambda: run_process([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NO_STEPGRAPH, "--collect-only"],
+                            catalog_plain).wall_s,
+        repeat)
+    return [whole, step, collect, startup, lint, catalog, rss]
+
+
+# -- the twin against an aiohttp floor -------------------------------------------------------------
+
+POD = {"apiVersion": "v1", "kind": "Pod",
+       "metadata": {"name": "bench", "namespace": "default", "labels": {"bench": "yes"}},
+       "spec": {"containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "infinity"]}]}}
+
+
+class Floor:
+    """The least an HTTP server must do for GET and a merge-PATCH of a pod: route, parse, merge, copy, encode."""
+
+    def __init__(self) -> None:
+        self.pod = copy.deepcopy(POD)
+        self.pod["metadata"].update(uid="0", resourceVersion="1")
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.port = 0
+
+    def _serve(self) -> None:
+        from aiohttp import web
+
+        async def get(request: web.Request) -> web.Response:
+            return web.json_response(copy.deepcopy(self.pod))
+
+        async def patch(request: web.Request) -> web.Response:
+            body = await request.json()
+            self.pod["metadata"].setdefault("annotations", {}).update(body["metadata"]["annotations"])
+            self.pod["metadata"]["resourceVersion"] = str(int(self.pod["metadata"]["resourceVersion"]) + 1)
+            return web.json_response(copy.deepcopy(self.pod))
+
+        app = web.Application()
+        app.router.add_get("/api/v1/namespaces/{ns}/pods/{name}", get)
+        app.router.add_patch("/api/v1/namespaces/{ns}/pods/{name}", patch)
+        runner = web.AppRunner(app, access_log=None)
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        self.loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.ready.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(runner.cleanup())
+
+    def __enter__(self) -> Floor:
+        self.thread.start()
+        self.ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def _per_call(host: str, port: int, headers: dict[str, str], method: str, calls: int) -> Callable[[], float]:
+    """Seconds per raw HTTP call over one keep-alive connection."""
+    path = "/api/v1/namespaces/default/pods/bench"
+
+    def measure() -> float:
+        conn = http.client.HTTPConnection(host, port)
+        started = time.perf_counter()
+        for i in range(calls):
+            if method == "GET":
+                conn.request("GET", path, headers=headers)
+            else:
+                body = json.dumps({"metadata": {"annotations": {"bench/i": str(i)}}})
+                conn.request("PATCH", path, body=body, headers={**headers, "Content-Type": "application/merge-patch+json"})
+            response = conn.getresponse()
+            response.read()
+            assert response.status == 200, response.status
+        elapsed = time.perf_counter() - started
+        conn.close()
+        return elapsed / calls
+
+    return measure
+
+
+def twin_figures(repeat: int, calls: int = 300) -> list[Figure]:
+    from kubernetes import client
+
+    from stepgraph.twin import Twin
+
+    with Twin(seed=0) as twin, Floor() as floor:
+        api_client = twin.api_client()
+        client.CoreV1Api(api_client).create_namespaced_pod("default", copy.deepcopy(POD))
+        cfg = api_client.configuration
+        headers = {"Accept": "application/json"}
+        for auth in cfg.auth_settings().values():
+            headers[auth["key"]] = auth["value"]
+        twin_host = cfg.host.split("//", 1)[1]
+        host, port = twin_host.rsplit(":", 1)
+        figures = []
+        for method, target in (("PATCH", 1.5), ("GET", 1.2)):
+            figures.append(interleave(
+                Figure(f"twin {method} of a pod (raw HTTP, keep-alive)", "minimal aiohttp handler, same JSON work", "ms",
+                       target=target),
+                _per_call(host, int(port), headers, method, calls),
+                _per_call("127.0.0.1", floor.port, {"Accept": "application/json"}, method, calls),
+                repeat))
+        api_client.close()
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="samples per side of each figure (median of these)")
+    parser.add_argument("--scenarios", type=int, default=1000)
+    parser.add_argument("--only", choices=["dsl", "twin"])
+    args = parser.parse_args()
+    figures: list[Figure] = []
+    with tempfile.TemporaryDirectory(prefix="stepgraph-bench-") as tmp:
+        if args.only in (None, "dsl"):
+            figures += dsl_figures(Path(tmp), args.scenarios, args.repeat)
+        if args.only in (None, "twin"):
+            figures += twin_figures(args.repeat)
+    print(table(figures))
+
+
+if __name__ == "__main__":
+    main()
