@@ -5,6 +5,7 @@ sub-commands from the `stepgraph.commands` entry-point group. Usage errors: one 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -14,6 +15,7 @@ from typing import NoReturn
 from . import graph as graphs
 from .catalog import steps_markdown
 from .compiler import CompiledFile, compile_file, compile_paths, display_path
+from .nodes import NODES_ENV
 from .registry import REGISTRY, Registry, StepDeclarationError
 from .render import RenderError, to_gherkin, to_yaml
 from .reports.design import requirement_ids
@@ -74,6 +76,10 @@ def build_parser(extra: list[str]) -> argparse.ArgumentParser:
                      help="run in this target world (--target-option world=…); repeated: once per world, one merged "
                           "results file and trace under --reports")
     run.add_argument("--jobs", type=int, default=2, metavar="N", help="with several --world: how many run at once (default 2)")
+    run.add_argument("--nodes", metavar="SELECTOR",
+                     help="run the scenarios once per node matching this label selector, nodes in parallel")
+    run.add_argument("--workers", metavar="N", default="auto",
+                     help="with --nodes: parallel worker processes (default auto: one per CPU; 0: none)")
     for name in extra:
         sub.add_parser(name, help=f"(from {COMMANDS_GROUP})", add_help=False)
     return parser
@@ -243,12 +249,28 @@ def cmd_run(args: argparse.Namespace, passthrough: list[str]) -> int:
     if "--gherkin-terminal-reporter" not in passthrough:
         passthrough = [*passthrough, "--gherkin-terminal-reporter", "-v"]
     if len(args.world) > 1:
+        if args.nodes:
+            raise UsageError("--nodes runs one world — give one --world")
         return _run_worlds(args, pytest_args, passthrough)
     if args.world:
         pytest_args += ["--target-option", f"world={args.world[0]}"]
     if args.reports:
         pytest_args.append(f"--stepgraph-reports={args.reports}")
+    if args.nodes:
+        pytest_args += per_node_args(args.nodes, args.workers)
     return int(pytest.main(pytest_args + passthrough))
+
+
+def per_node_args(selector: str, workers: str) -> list[str]:
+    """pytest arguments of a per-node run: the selector, and xdist workers that take whole nodes
+    (`--dist loadgroup` over the per-node groups), so no two scenarios share a node at once."""
+    if workers != "auto" and not (workers.isdigit() and int(workers) >= 0):
+        raise UsageError(f"--workers {workers!r} is not a number of processes — use auto, 0 or a positive number")
+    os.environ[NODES_ENV] = selector  # the targets read it too: a per-node live run needs no TEST_NODE
+    argv = [f"--stepgraph-nodes={selector}"]
+    if workers != "0":
+        argv += ["-n", workers, "--dist", "loadgroup"]
+    return argv
 
 
 def _run_worlds(args: argparse.Namespace, pytest_args: list[str], passthrough: list[str]) -> int:

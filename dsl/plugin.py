@@ -20,12 +20,23 @@ from .bdd_steps import STEP_LOCATION
 from .checks import order_hazards
 from .collect import GENERATED_DIR, ITEM_SCENARIO, TAG_KINDS, ScenarioModule
 from .compiler import SCENARIO_SUFFIXES
+from .nodes import add_option as add_nodes_option
+from .nodes import make_scheduler, record_node
+from .nodes import parametrize as parametrize_by_node
 from .reports.design import requirement_ids
 from .reports.errors import InputError
 from .runinfo import RUN_INFO, run_info
-from .targeting import gate_items, stepgraph_cache, stepgraph_scenario, stepgraph_session
+from .targeting import (
+    ensure_target,
+    gate_items,
+    stepgraph_cache,
+    stepgraph_node,
+    stepgraph_scenario,
+    stepgraph_session,
+)
 
-__all__ = ["stepgraph_cache", "stepgraph_scenario", "stepgraph_session"]  # fixtures this plugin provides
+# fixtures this plugin provides
+__all__ = ["stepgraph_cache", "stepgraph_node", "stepgraph_scenario", "stepgraph_session"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -43,6 +54,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="KEY=VALUE",
         help="option passed to the target's start(), repeatable",
     )
+    add_nodes_option(group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -79,6 +91,15 @@ def _is_scenario_path(config: pytest.Config, file_path: Path) -> bool:
     return any(resolved == root.resolve() or resolved.is_relative_to(root.resolve()) for root in config.getini("stepgraph_paths"))
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    parametrize_by_node(metafunc, ensure_target)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    return make_scheduler(config, log, ensure_target)
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if _is_scenario_path(parent.config, file_path):
         return ScenarioModule.from_parent(parent, path=file_path)
@@ -106,6 +127,9 @@ HAZARDS = pytest.StashKey[list[str]]()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    info = item.config.stash.get(RUN_INFO, None)
+    if info is not None:
+        record_node(item, info.target, info.facts)
     if HAZARDS in item.stash:
         pytest.fail("\n".join(item.stash[HAZARDS]), pytrace=False)
 

@@ -14,6 +14,7 @@ import pytest
 
 from .bdd_steps import ScenarioRuntime
 from .collect import ITEM_SCENARIO
+from .nodes import NodeSession
 from .runinfo import RUN_INFO
 from .target import Target, TargetConfigError, TargetSession, default_target_name, load_target
 
@@ -28,7 +29,7 @@ def _target_options(config: pytest.Config) -> dict[str, str]:
     return options
 
 
-def _ensure_target(config: pytest.Config) -> Target:
+def ensure_target(config: pytest.Config) -> Target:
     info = config.stash[RUN_INFO]
     if info.target is None:
         name = config.getoption("stepgraph_target") or default_target_name()
@@ -50,7 +51,7 @@ def gate_items(config: pytest.Config, items: list[pytest.Item]) -> None:
     ours = [(item, item.stash[ITEM_SCENARIO]) for item in items if ITEM_SCENARIO in item.stash]
     if not ours:
         return
-    target = _ensure_target(config)
+    target = ensure_target(config)
     for item, scenario_info in ours:
         missing = sorted(scenario_info.needs - set(target.capabilities))
         if missing:
@@ -61,7 +62,7 @@ def gate_items(config: pytest.Config, items: list[pytest.Item]) -> None:
 def stepgraph_session(pytestconfig: pytest.Config) -> Iterator[TargetSession]:
     """The target session, started once for the run."""
     info = pytestconfig.stash[RUN_INFO]
-    target = _ensure_target(pytestconfig)
+    target = ensure_target(pytestconfig)
     try:
         info.session = target.start(_target_options(pytestconfig))
     except TargetConfigError as exc:
@@ -78,10 +79,21 @@ def stepgraph_cache(stepgraph_session: TargetSession) -> dict[str, Any]:
 
 
 @pytest.fixture
-def stepgraph_scenario(stepgraph_session: TargetSession, stepgraph_cache: dict[str, Any]) -> Iterator[ScenarioRuntime]:
+def stepgraph_node() -> str | None:
+    """The node a scenario is bound to; None unless the run is per node (`--stepgraph-nodes`)."""
+    return None
+
+
+@pytest.fixture
+def stepgraph_scenario(stepgraph_session: TargetSession, stepgraph_cache: dict[str, Any],
+                       stepgraph_node: str | None) -> Iterator[ScenarioRuntime]:
     """Bindings and finalizers of one scenario; the finalizers run at its teardown, always."""
     __tracebackhide__ = True
-    runtime = ScenarioRuntime(stepgraph_session, stepgraph_cache)
+    session, cache = stepgraph_session, stepgraph_cache
+    if stepgraph_node is not None:  # API clients and handles are per node: they carry the node's name
+        session = NodeSession(stepgraph_session, stepgraph_node)
+        cache = stepgraph_cache.setdefault(("node", stepgraph_node), {})
+    runtime = ScenarioRuntime(session, cache)
     try:
         yield runtime
     finally:

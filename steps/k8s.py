@@ -76,8 +76,29 @@ def load_manifest(path: Path, namespace: str) -> list[dict[str, Any]]:
     return docs
 
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def pin_to_node(doc: dict[str, Any], node: str) -> dict[str, Any]:
+    """The document with the pods it makes held to `node` by its hostname label: a Pod's
+    nodeSelector, and a DGD's services that already select nodes (the GPU workers)."""
+    if doc.get("kind") == "Pod":
+        doc.setdefault("spec", {}).setdefault("nodeSelector", {})[HOSTNAME_LABEL] = node
+    elif doc.get("kind") == "DynamoGraphDeployment":
+        for service in ((doc.get("spec") or {}).get("services") or {}).values():
+            selector = (service.get("extraPodSpec") or {}).get("nodeSelector")
+            if selector is not None:
+                selector[HOSTNAME_LABEL] = node
+    return doc
+
+
 def apply_documents(ctx: StepContext, docs: list[dict[str, Any]]) -> list[ObjectRef]:
+    """Create each document (an existing one is adopted, not owned). A run bound to one node of
+    many (session fact `pin_node`) pins what it creates to that node."""
     refs: list[ObjectRef] = []
+    node = str(ctx.session.facts.get("node") or "")
+    if ctx.session.facts.get("pin_node") and node:
+        docs = [pin_to_node(doc, node) for doc in docs]
     for doc in docs:
         meta = doc["metadata"]
         ns = meta.get("namespace")

@@ -46,7 +46,8 @@ def probe_path_a(api: client.ApiClient, settings: LiveSettings) -> bool:
     """Path A iff at least one planner pod of the test exists in the namespace (as the seed)."""
     core = client.CoreV1Api(api)
     try:
-        core.read_node(settings.node)
+        if settings.node:  # a per-node run has none: its nodes come from the selector
+            core.read_node(settings.node)
     except ApiException as exc:
         if exc.status == 404:
             raise TargetConfigError(
@@ -97,6 +98,19 @@ class LiveTarget:
         if not settings.opted_in:
             return frozenset()
         return frozenset(settings.capabilities(path_a=self._detect()))
+
+    def nodes(self, selector: str) -> list[str]:
+        """The cluster's nodes matching the label selector (`kubectl get nodes -l SELECTOR`)."""
+        settings = self.settings()
+        if not settings.opted_in:
+            raise TargetConfigError("live target: --nodes lists a live cluster's nodes — opt in with STEPGRAPH_LIVE=1")
+        try:
+            found = client.CoreV1Api(_api(settings)).list_node(label_selector=selector).items
+        except ApiException as exc:
+            raise TargetConfigError(f"live target: cannot list nodes -l {selector!r}: {exc.status} {exc.reason}") from None
+        except (OSError, HTTPError) as exc:
+            raise TargetConfigError(f"live target: the API server is unreachable ({exc}) — check KUBECONFIG") from None
+        return sorted(n.metadata.name for n in found)
 
     def start(self, options: Mapping[str, str]) -> TargetSession:
         settings = self.settings()

@@ -56,7 +56,7 @@ class LiveSettings:
         if not flags:
             return cls(opted_in=False)
         node = env.get("TEST_NODE", "").strip()
-        if not node:
+        if not node and not env.get("STEPGRAPH_NODES"):  # a per-node run binds each scenario to its node
             raise LiveConfigError(
                 f"{flags[0]}=1 but TEST_NODE is empty — set TEST_NODE to the name of the 8-GPU node "
                 "under test (kubectl get nodes -l power-test/node)"

@@ -27,8 +27,10 @@ from ruamel.yaml.error import YAMLError
 
 from stepgraph.dsl import Session, TargetConfigError, TargetSession
 from stepgraph.twin import Twin
+from stepgraph.twin.apiserver.errors import ApiError
+from stepgraph.twin.apiserver.selectors import parse_label_selector
 from stepgraph.twin.world import World, WorldError, load_world, profile
-from stepgraph.twin.world_install import build_twin
+from stepgraph.twin.world_install import build_twin, node_config
 
 CHECKED_RESOURCES = ("pods", "configmaps", "services", "daemonsets.apps", "dynamographdeployments.nvidia.com")
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -123,6 +125,18 @@ class TwinTarget:
             self.configure({})
         assert self.world is not None
         return frozenset(world_capabilities(self.world))
+
+    def nodes(self, selector: str) -> list[str]:
+        """The world's nodes whose labels (as the twin will give them) match the label selector."""
+        if self.world is None:
+            self.configure({})
+        assert self.world is not None
+        try:
+            matches = parse_label_selector(selector)
+        except ApiError as exc:
+            raise TargetConfigError(f"twin: --nodes {selector!r}: {exc.message} — write a label selector, "
+                                    "e.g. power-test/node=target") from None
+        return [spec.name for spec in self.world.nodes if matches(node_config(self.world, spec).labels)]
 
     def start(self, options: Mapping[str, str]) -> TargetSession:
         if self.world is None or options:

@@ -1,0 +1,110 @@
+"""`stepgraph run --nodes SELECTOR`: the catalog once per matching node of a multi-node twin, each
+scenario bound to its node and its pods pinned there, nodes spread over xdist workers but each
+node on one worker only; one results file and a trace column per node. A switch set on one node
+turns exactly that node's column red."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from stepgraph.dsl.nodes import node_of
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOG = ROOT / "scenarios" / "multi_dgd"
+WORLD = """
+name: three
+nodes:
+  - {name: n1}
+  - {name: n2, faults: {nvml_no_permission: true}}
+  - {name: n3}
+  - {name: other, labels: {power-test/node: elsewhere}}
+"""
+
+
+def stepgraph_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    world = tmp_path / "three.yaml"
+    world.write_text(WORLD)
+    return subprocess.run(
+        [sys.executable, "-m", "stepgraph.dsl.cli", "run", str(CATALOG / "nvml_caps.feature"),
+         str(CATALOG / "applied_limit_metric.yaml"), "--world", str(world), *args, "--", "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.fixture(scope="module")
+def per_node(tmp_path_factory) -> tuple[subprocess.CompletedProcess, list[dict], str]:
+    tmp = tmp_path_factory.mktemp("per-node")
+    done = stepgraph_run(tmp, "--nodes", "power-test/node=target", "--workers", "2", "--reports", str(tmp / "r"))
+    records = json.loads((tmp / "r" / "results.json").read_text())["scenarios"]
+    return done, records, (tmp / "r" / "trace.md").read_text()
+
+
+def test_each_matching_node_runs_every_scenario_and_only_the_broken_node_fails(per_node):
+    done, records, _ = per_node
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    outcomes = defaultdict(dict)
+    for r in records:
+        outcomes[r["world"]][r["id"]] = r["outcome"]
+    assert dict(outcomes) == {
+        "three, node n1": {"NVML-CAPS": "passed", "B2": "passed"},
+        "three, node n2": {"NVML-CAPS": "failed", "B2": "failed"},
+        "three, node n3": {"NVML-CAPS": "passed", "B2": "passed"},
+    }
+
+
+def test_a_node_runs_on_one_worker_and_the_nodes_on_both(per_node):
+    _, records, _ = per_node
+    workers = defaultdict(set)
+    for r in records:
+        workers[r["fingerprint"]["node"]].add(r["worker"])
+    assert all(len(w) == 1 for w in workers.values()), dict(workers)
+    assert set().union(*workers.values()) == {"gw0", "gw1"}
+
+
+def test_the_trace_has_one_column_per_node(per_node):
+    _, _, trace = per_node
+    header = next(line for line in trace.splitlines() if line.startswith("| id |"))
+    assert header.count("twin / three, node n") == 3 and "node other" not in header
+
+
+def test_a_selector_no_node_matches_stops_the_run_with_one_line_and_exit_2(tmp_path):
+    done = stepgraph_run(tmp_path, "--nodes", "gpu=none", "--workers", "0")
+    assert done.returncode == 2
+    assert "no node of target 'twin' matches --nodes 'gpu=none' — check the labels" in done.stdout + done.stderr
+
+
+def test_a_bad_workers_count_is_a_usage_error(tmp_path):
+    done = stepgraph_run(tmp_path, "--nodes", "power-test/node=target", "--workers", "many")
+    assert done.returncode == 2 and "--workers 'many' is not a number of processes" in done.stderr
+
+
+@pytest.mark.parametrize("nodeid, node", [
+    ("f.feature::test_x[n1]", "n1"),
+    ("f.feature::test_x[350-325-gpu-node-12]", "gpu-node-12"),
+    ("f.feature::test_x[gpu-node-1]", "gpu-node-1"),
+    ("f.feature::test_x", None),
+    ("f.feature::test_x[n9]", None),
+])
+def test_the_scheduler_reads_the_node_from_the_test_id(nodeid, node):
+    assert node_of(nodeid, ["n1", "gpu-node-1", "gpu-node-12"]) == node
+
+
+def test_the_live_target_lists_the_clusters_matching_nodes_without_a_test_node():
+    from stepgraph.dsl import TargetConfigError
+    from stepgraph.targets.live import LiveTarget
+    from stepgraph.twin.world import parse_world
+    from stepgraph.twin.world_install import build_twin
+
+    with build_twin(parse_world(WORLD)) as twin:
+        env = {"STEPGRAPH_LIVE": "1", "STEPGRAPH_NODES": "power-test/node=target", "KUBECONFIG": str(twin.kubeconfig_path)}
+        target = LiveTarget(env=env)
+        target.configure({})
+        assert target.nodes("power-test/node=target") == ["n1", "n2", "n3"]
+        assert target.nodes("power-test/node=elsewhere") == ["other"]
+    with pytest.raises(TargetConfigError, match="opt in with STEPGRAPH_LIVE=1"):
+        LiveTarget(env={}).nodes("a=b")
