@@ -4,7 +4,8 @@ the twin's scaled clock.
     .venv/bin/python bench/bench_process_view.py [--calls N] [--rate R]
 
 1. A child process on the real nvidia-ml-py calls nvmlDeviceGetPowerManagementLimit N times
-   against the twin's libnvidia-ml.so.1 (one socket round trip each) → calls per second.
+   against the twin's libnvidia-ml.so.1 (one socket round trip each) → calls per second (on the
+   machine's clock: this child gets no time contract).
 2. A child on a scaled clock (rate R) waits 15 twin seconds per tick with threading.Event.wait,
    as the Power Agents do, for 10 ticks, and reports each tick's length on its own clock and the
    wall time; the twin's clock is read around the child → scaling error and epoch agreement.
@@ -80,12 +81,15 @@ def main() -> None:
             pv = view.open(ctx)
             env = pv.environ({k: v for k, v in os.environ.items() if not k.startswith("STEPGRAPH_")})
 
-            def child(script: str, *argv: str) -> str:
-                done = subprocess.run([sys.executable, "-c", script, *argv], env=env, capture_output=True, text=True,
-                                      check=True)
+            # the call loop times itself, so it runs without the time contract (its clock would be scaled)
+            unscaled = {k: v for k, v in env.items() if not k.startswith("STEPGRAPH_TIME_")}
+
+            def child(script: str, *argv: str, environ: dict[str, str] = env) -> str:
+                done = subprocess.run([sys.executable, "-c", script, *argv], env=environ, capture_output=True,
+                                      text=True, check=True)
                 return done.stdout
 
-            seconds = float(child(CALLS, str(args.calls)))
+            seconds = float(child(CALLS, str(args.calls), environ=unscaled))
             print(f"NVML through the bridge: {args.calls} nvmlDeviceGetPowerManagementLimit calls in {seconds:.3f} s "
                   f"= {args.calls / seconds:,.0f} calls/s ({seconds / args.calls * 1e6:.1f} µs per call)")
 
