@@ -38,7 +38,7 @@ from ..dcgm import DCGM_ST_CONNECTION_NOT_VALID, DcgmConnection, DcgmError
 from ..devices import DeviceDirectory, NodeDevices
 from ..power_agent.workload import hostengine_reachable, is_privileged
 from .bridge import ContainerEndpoints, ViewBridge
-from .native import BuildFailed, NoCompiler, nvml_library_dir
+from .nvml_build import BuildFailed, NoCompiler, nvml_library_dir
 
 CHILD_DIR = Path(__file__).parent / "child"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
