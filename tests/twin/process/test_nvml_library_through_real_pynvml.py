@@ -151,3 +151,20 @@ def test_the_shipped_probe_scripts_run_on_the_real_binding(rig, name):
     }[name]
     result = rig.run(rig.open(), probes.source(name))
     assert (result.returncode, result.stdout.splitlines()) == (0, expected), result.stderr
+
+
+def test_two_twins_on_one_machine_keep_their_own_gpus(rig, tmp_path):
+    from view_rig import ViewRig
+
+    (tmp_path / "other").mkdir()
+    other = ViewRig(tmp_path / "other", seed=8)
+    try:
+        other.board.gpus[0].set_limit_mw(123_000)
+        script = "import pynvml; pynvml.nvmlInit(); h = pynvml.nvmlDeviceGetHandleByIndex(0); " \
+                 "print(pynvml.nvmlDeviceGetUUID(h), pynvml.nvmlDeviceGetPowerManagementLimit(h))"
+        mine, theirs = rig.run(rig.open(), script), other.run(other.open(), script)
+        assert mine.stdout.split() == [rig.board.gpus[0].uuid, "400000"], mine.stderr
+        assert theirs.stdout.split() == [other.board.gpus[0].uuid, "123000"], theirs.stderr
+        assert rig.view.folder != other.view.folder
+    finally:
+        other.close()
