@@ -141,10 +141,10 @@ class NodeView:
         devices = self.directory.get(ctx.node.name)
         token = secrets.token_hex(12)
         folder = self.folder / "c" / token
+        notes: list[str] = []
+        all_mounts = [*self._volume_mounts(ctx, devices, notes), *mounts]  # may refuse the pod: before any file
         (folder / "rootfs").mkdir(parents=True)
         (folder / "tmp").mkdir()
-        notes: list[str] = []
-        all_mounts = [*self._volume_mounts(ctx, devices, notes), *mounts]
         sa = self._service_account(ctx, folder)
         if sa is not None:
             all_mounts.append(sa)
@@ -240,7 +240,7 @@ class NodeView:
                 source = posixpath.normpath(volume["hostPath"].get("path") or "/")
                 host = "/proc" if source == "/proc" else str(self._node_root(ctx.node.name, devices) / source.lstrip("/"))
                 if host != "/proc":
-                    Path(host).mkdir(parents=True, exist_ok=True)  # DirectoryOrCreate, what the charts use
+                    _prepare_host_path(Path(host), volume["hostPath"].get("type") or "", vm.get("name"))
             elif "emptyDir" in volume:
                 host = str(self.folder / "pods" / ctx.pod["metadata"]["uid"] / "emptyDir" / vm["name"])
                 Path(host).mkdir(parents=True, exist_ok=True)
@@ -272,6 +272,21 @@ class NodeView:
         sa.mkdir()
         (sa / "namespace").write_text(ctx.namespace, encoding="utf-8")
         return Mount(SERVICE_ACCOUNT_DIR, str(sa), read_only=True)
+
+
+def _prepare_host_path(path: Path, kind: str, volume: str | None) -> None:
+    """What the kubelet checks or creates for a hostPath volume of this `type` before the start."""
+    if kind in ("", "DirectoryOrCreate"):
+        path.mkdir(parents=True, exist_ok=True)
+    elif kind == "FileOrCreate":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(exist_ok=True)
+    elif (kind == "Directory" and not path.is_dir()) or (kind == "File" and not path.is_file()):
+        raise ViewError(f"hostPath volume {volume!r}: {kind.lower()} {path.name!r} does not exist on the node "
+                        f"— use type {kind}OrCreate, or create it first")
+    elif kind not in ("Directory", "File"):
+        raise ViewError(f"hostPath volume {volume!r}: type {kind} is not modelled in process containers "
+                        f"— use Directory, DirectoryOrCreate, File or FileOrCreate")
 
 
 def _time_contract(clock: Any) -> dict[str, str]:

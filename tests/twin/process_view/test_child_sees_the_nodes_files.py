@@ -153,3 +153,20 @@ def test_unsupported_volumes_are_noted_not_silently_dropped(rig):
     spec = pod(volumes=[{"name": "cfg", "configMap": {"name": "x"}}], mounts=[{"name": "cfg", "mountPath": "/etc/cfg"}])
     view = rig.open(spec)
     assert view.notes == ["volume 'cfg' (configMap) is not mounted in process containers — only hostPath and emptyDir are"]
+
+
+def test_hostpath_types_are_checked_or_created_as_the_kubelet_does(rig):
+    from stepgraph.twin.process.view import ViewError
+
+    def volume(kind):
+        return pod(volumes=[{"name": "v", "hostPath": {"path": "/etc/thing", "type": kind}}],
+                   mounts=[{"name": "v", "mountPath": "/thing"}])
+
+    with pytest.raises(ViewError, match="hostPath volume 'v': directory 'thing' does not exist on the node"):
+        rig.open(volume("Directory"))
+    view = rig.open(volume("FileOrCreate"))
+    assert Path(view.host_path("/thing")).is_file()
+    rig.open(volume("File"))  # it exists now
+    with pytest.raises(ViewError, match="type Socket is not modelled"):
+        rig.open(volume("Socket"))
+    assert len(list((rig.view.folder / "c").iterdir())) == 2  # a refused pod leaves no folder behind
