@@ -34,9 +34,10 @@ def test_time_and_threading_waits_run_at_the_twins_rate(rig):
     twin_after, wall_after, real = rig.clock.now(), rig.clock.wall(), time.monotonic() - started
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout)
-    # each wait is 15 twin seconds: a little more (scheduling), never less, and a fraction of it in wall time
+    # each wait is 15 twin seconds: never less, late only by scheduling (under a second of wall time
+    # even on a loaded machine), where an unscaled wait would be 15 wall seconds = 15 × rate twin seconds
     for key in ("sleep", "event", "queue"):
-        assert 15 <= seen[key] < 15 + 0.1 * rig.rate, (key, seen[key])
+        assert 15 <= seen[key] < 15 + rig.rate, (key, seen[key])
     assert real < 3 * 15 / rig.rate + 5  # 45 twin seconds of waiting in well under 45 s
     # same epoch: the child's instants lie between the twin's readings around the child's life
     assert twin_before <= seen["mono0"] <= seen["mono1"] <= twin_after
@@ -62,7 +63,7 @@ def test_the_scaled_clock_moves_rate_times_faster_and_fires_timers_on_its_time()
         clock.call_later(10, lambda: fired.append(clock.now()))
         clock.sleep(20)  # 0.2 s of wall time
         assert (clock.now() - t0) == pytest.approx((time.monotonic() - real0) * 100, rel=0.05)
-        assert len(fired) == 1 and 10 <= fired[0] - t0 < 15
+        assert len(fired) == 1 and 10 <= fired[0] - t0 <= clock.now() - t0
         assert clock.child_time()["STEPGRAPH_TIME_RATE"] == "100.0"
     finally:
         clock.close()
