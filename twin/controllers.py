@@ -1,19 +1,24 @@
-"""Workload objects → pods: minimal DaemonSet and Deployment controllers, garbage collection, and
-the per-namespace `default` ServiceAccount.
+"""Workload objects → pods: the DaemonSet, Deployment → ReplicaSet, ReplicationController and Job
+controllers, the per-namespace `default` ServiceAccount, and (in garbage_collector.py) the
+owner-reference garbage collector.
 
 DaemonSet: one pod per node whose labels match the template's nodeSelector (and whose taints the
 template tolerates), named `<ds>-<5 chars>`, bound to that node directly; a changed template
-(generation) replaces the pods; a deleted pod is recreated.  Deployment: `replicas` pods named
-`<deploy>-<hash>-<5 chars>` (no ReplicaSet objects).  Deleting an owner deletes what it owns.
+(generation) replaces the pods; a deleted pod is recreated.  Deployment: one ReplicaSet per pod
+template, `<deploy>-<pod-template-hash>`, the current one scaled to `replicas` and older ones to
+0 (kept up to `revisionHistoryLimit`); a ReplicaSet (or ReplicationController) keeps `replicas`
+active pods, `<rs>-<5 chars>`.  Job: runs pods until `completions` have succeeded (at most
+`parallelism` at a time) or more than `backoffLimit` have failed, then reports Complete / Failed.
+What a deleted owner owns is the garbage collector's to delete, or to orphan.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from typing import Any
 
+from .apiserver import objects
 from .apiserver.errors import ApiError
 from .apiserver.objects import generate_name
 from .garbage_collector import GarbageCollector
@@ -26,13 +31,24 @@ def _owner_ref(owner: dict) -> dict:
             "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
 
 
-def _owned(store: Any, namespace: str, uid: str) -> list[dict]:
-    return [p for p in store.list("pods", namespace)
+def _owned(store: Any, namespace: str, uid: str, resource: str = "pods") -> list[dict]:
+    return [p for p in store.list(resource, namespace)
             if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])]
 
 
 def _template_hash(template: dict) -> str:
-    return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:10]
+    """The `pod-template-hash` label: FNV-32a of the template, its decimal digits mapped onto the
+    apiserver's vowel-free alphabet, as the real deployment controller spells it."""
+    digest = 0x811C9DC5
+    for byte in json.dumps(template, sort_keys=True).encode():
+        digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return "".join(SAFE_ALPHABET[ord(ch) % len(SAFE_ALPHABET)] for ch in str(digest))
+
+
+SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+REVISION = "deployment.kubernetes.io/revision"
+OWNER_KINDS = {"DaemonSet": "daemonsets.apps", "Deployment": "deployments.apps", "ReplicaSet": "replicasets.apps",
+               "ReplicationController": "replicationcontrollers", "Job": "jobs.batch"}
 
 
 class Controllers:
@@ -43,6 +59,9 @@ class Controllers:
         self.gc = GarbageCollector(store)
         store.subscribe("daemonsets.apps", lambda e, ds: self._daemonset(e, ds))
         store.subscribe("deployments.apps", lambda e, d: self._deployment(e, d))
+        store.subscribe("replicasets.apps", lambda e, rs: self._on_owned("replicasets.apps", rs, e))
+        store.subscribe("replicationcontrollers", lambda e, rc: self._replicas("replicationcontrollers", e, rc))
+        store.subscribe("jobs.batch", lambda e, job: self._job(e, job))
         store.subscribe("pods", self._on_pod)
         store.subscribe("namespaces", self._on_namespace)
 
@@ -56,16 +75,32 @@ class Controllers:
 
     # -- pods changing → owners react ----------------------------------------------------------
     def _on_pod(self, etype: str, pod: dict) -> None:
-        for ref in pod["metadata"].get("ownerReferences") or []:
-            kind = {"DaemonSet": "daemonsets.apps", "Deployment": "deployments.apps"}.get(ref.get("kind"))
-            if kind is None:
+        self._on_owned("pods", pod, etype)
+
+    def _on_owned(self, resource: str, obj: dict, etype: str) -> None:
+        """A pod (or ReplicaSet) changed: its controlling owner reconciles; a ReplicaSet itself too."""
+        if resource == "replicasets.apps":
+            self._replicas("replicasets.apps", etype, obj)
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            kind = OWNER_KINDS.get(ref.get("kind"))
+            if kind is None or not ref.get("controller"):
                 continue
             try:
-                owner = self.store.get(kind, pod["metadata"]["namespace"], ref["name"])
+                owner = self.store.get(kind, obj["metadata"]["namespace"], ref["name"])
             except ApiError:
                 continue
             if owner["metadata"]["uid"] == ref.get("uid") and not owner["metadata"].get("deletionTimestamp"):
-                (self._daemonset if kind == "daemonsets.apps" else self._deployment)("MODIFIED", owner)
+                self._reconcile(kind, owner)
+
+    def _reconcile(self, kind: str, owner: dict) -> None:
+        if kind == "daemonsets.apps":
+            self._daemonset("MODIFIED", owner)
+        elif kind == "deployments.apps":
+            self._deployment("MODIFIED", owner)
+        elif kind == "jobs.batch":
+            self._job("MODIFIED", owner)
+        else:
+            self._replicas(kind, "MODIFIED", owner)
 
     # -- DaemonSet -------------------------------------------------------------------------
     def reconcile_daemonsets(self) -> None:
@@ -120,36 +155,124 @@ class Controllers:
         return all(tolerates(tspec.get("tolerations") or [], t) for t in node.config.taints
                    if t.get("effect") in ("NoSchedule", "NoExecute"))
 
-    # -- Deployment ------------------------------------------------------------------------
+    # -- Deployment → ReplicaSets ---------------------------------------------------------------
     def _deployment(self, etype: str, dep: dict) -> None:
-        md, ns = dep["metadata"], dep["metadata"]["namespace"]
+        md, ns, spec = dep["metadata"], dep["metadata"]["namespace"], dep.get("spec") or {}
         if etype == "DELETED" or md.get("deletionTimestamp"):
-            return  # what it owns is the garbage collector's to delete (or orphan)
-        pods = [p for p in _owned(self.store, ns, md["uid"]) if not p["metadata"].get("deletionTimestamp")]
-        template = (dep.get("spec") or {}).get("template") or {}
+            return
+        template = copy.deepcopy(spec.get("template") or {})
         pth = _template_hash(template)
-        stale = [p for p in pods if p["metadata"].get("labels", {}).get("pod-template-hash") != pth]
-        self._delete_all(stale)
-        pods = [p for p in pods if p not in stale]
-        replicas = int((dep.get("spec") or {}).get("replicas", 1))
-        self._delete_all(pods[replicas:])
-        pods = pods[:replicas]
+        owned = _owned(self.store, ns, md["uid"], "replicasets.apps")
+        current = next((rs for rs in owned if (rs["metadata"].get("labels") or {}).get("pod-template-hash") == pth), None)
+        replicas = int(spec.get("replicas", 1))
+        revisions = [int((rs["metadata"].get("annotations") or {}).get(REVISION, "0")) for rs in owned]
+        if current is None:
+            template.setdefault("metadata", {}).setdefault("labels", {})["pod-template-hash"] = pth
+            selector = copy.deepcopy(spec.get("selector") or {})
+            selector.setdefault("matchLabels", {})["pod-template-hash"] = pth
+            labels = dict(template["metadata"]["labels"])
+            current = self.store.create("replicasets.apps", ns, {
+                "metadata": {"name": f"{md['name']}-{pth}", "labels": labels, "ownerReferences": [_owner_ref(dep)],
+                             "annotations": {REVISION: str(max(revisions, default=0) + 1)}},
+                "spec": {"replicas": replicas, "selector": selector, "template": template}})
+        elif int(current["spec"].get("replicas", 1)) != replicas:
+            current = self._scale("replicasets.apps", current, replicas)
+        old = [rs for rs in owned if rs["metadata"]["uid"] != current["metadata"]["uid"]]
+        for rs in old:
+            if int(rs["spec"].get("replicas", 1)) != 0:
+                self._scale("replicasets.apps", rs, 0)
+        keep = int(spec.get("revisionHistoryLimit", 10))
+        old.sort(key=lambda rs: int((rs["metadata"].get("annotations") or {}).get(REVISION, "0")))
+        for rs in old[:max(0, len(old) - keep)]:
+            self._delete("replicasets.apps", rs)
+        self._deployment_status(dep, current, _owned(self.store, ns, md["uid"], "replicasets.apps"), replicas)
+
+    def _scale(self, resource: str, obj: dict, replicas: int) -> dict:
+        md = obj["metadata"]
+        return self.store.patch(resource, md["namespace"], md["name"], {"spec": {"replicas": replicas}})
+
+    def _deployment_status(self, dep: dict, current: dict, owned: list[dict], replicas: int) -> None:
+        def total(key: str) -> int:
+            return sum(int((rs.get("status") or {}).get(key, 0)) for rs in owned)
+        available = total("availableReplicas")
+        updated = int((current.get("status") or {}).get("replicas", 0))
+        ok = available >= replicas
+        status = {"observedGeneration": dep["metadata"].get("generation", 1), "replicas": total("replicas"),
+                  "updatedReplicas": updated, "readyReplicas": total("readyReplicas"), "availableReplicas": available,
+                  "conditions": [
+                      {"type": "Available", "status": "True" if ok else "False",
+                       "reason": "MinimumReplicasAvailable" if ok else "MinimumReplicasUnavailable",
+                       "message": "Deployment has minimum availability." if ok
+                       else "Deployment does not have minimum availability."},
+                      {"type": "Progressing", "status": "True",
+                       "reason": "NewReplicaSetAvailable" if ok and updated == replicas else "ReplicaSetUpdated",
+                       "message": f'ReplicaSet "{current["metadata"]["name"]}" '
+                                  + ("has successfully progressed." if ok and updated == replicas else "is progressing.")}]}
+        if replicas > available:
+            status["unavailableReplicas"] = replicas - available
+        for key in ("readyReplicas", "availableReplicas", "updatedReplicas", "replicas"):
+            if not status[key]:
+                del status[key]  # zero counters are omitted, as the real status encodes them
+        self._patch_status_if_changed("deployments.apps", dep, status)
+
+    # -- ReplicaSet / ReplicationController -------------------------------------------------------
+    def _replicas(self, resource: str, etype: str, owner: dict) -> None:
+        md, ns, spec = owner["metadata"], owner["metadata"]["namespace"], owner.get("spec") or {}
+        if etype == "DELETED" or md.get("deletionTimestamp"):
+            return
+        pods = [p for p in _owned(self.store, ns, md["uid"]) if _active(p)]
+        replicas = int(spec.get("replicas", 1))
+        surplus = sorted(pods, key=lambda p: (_ready(p), p["metadata"]["creationTimestamp"]))[:max(0, len(pods) - replicas)]
+        self._delete_all(surplus)
+        pods = [p for p in pods if p not in surplus]
+        template = spec.get("template") or {}
         for _ in range(replicas - len(pods)):
-            pod = self._pod_from(dep, template, f"{md['name']}-{pth}-")
-            pod["metadata"]["labels"]["pod-template-hash"] = pth
-            pods.append(self.store.create("pods", ns, pod))
+            pods.append(self.store.create("pods", ns, self._pod_from(owner, template, md["name"] + "-")))
         ready = sum(_ready(p) for p in pods)
-        available = "True" if ready >= replicas else "False"
-        status = {"observedGeneration": md.get("generation", 1), "replicas": len(pods), "updatedReplicas": len(pods),
-                  "readyReplicas": ready, "availableReplicas": ready,
-                  "conditions": [{"type": "Available", "status": available,
-                                  "reason": "MinimumReplicasAvailable" if available == "True" else "MinimumReplicasUnavailable",
-                                  "message": "Deployment has minimum availability." if available == "True"
-                                  else "Deployment does not have minimum availability."}]}
-        if ready < replicas:
-            status["unavailableReplicas"] = replicas - ready
-        if (dep.get("status") or {}) != status:
-            self._patch_status("deployments.apps", dep, status)
+        status = {"replicas": len(pods), "fullyLabeledReplicas": len(pods), "readyReplicas": ready,
+                  "availableReplicas": ready, "observedGeneration": md.get("generation", 1)}
+        for key in ("fullyLabeledReplicas", "readyReplicas", "availableReplicas"):
+            if not status[key]:
+                del status[key]
+        self._patch_status_if_changed(resource, owner, status)
+
+    # -- Job -------------------------------------------------------------------------------
+    def _job(self, etype: str, job: dict) -> None:
+        md, ns, spec = job["metadata"], job["metadata"]["namespace"], job.get("spec") or {}
+        status = copy.deepcopy(job.get("status") or {})
+        if etype == "DELETED" or md.get("deletionTimestamp") or spec.get("suspend") or _finished(status):
+            return
+        pods = _owned(self.store, ns, md["uid"])
+        phases = [(p.get("status") or {}).get("phase") for p in pods]
+        active = [p for p in pods if _active(p)]
+        succeeded, failed = phases.count("Succeeded"), phases.count("Failed")
+        completions, now = int(spec.get("completions", 1)), objects.timestamp(self.store.clock.wall())
+        status.setdefault("startTime", now)
+        condition = None
+        if succeeded >= completions:
+            condition = {"type": "Complete", "reason": "", "message": ""}
+            status["completionTime"] = now
+        elif failed > int(spec.get("backoffLimit", 6)):
+            condition = {"type": "Failed", "reason": "BackoffLimitExceeded",
+                         "message": "Job has reached the specified backoff limit"}
+        if condition is not None:
+            self._delete_all(active)
+            active = []
+            first = {**condition, "type": "SuccessCriteriaMet" if condition["type"] == "Complete" else "FailureTarget"}
+            status["conditions"] = [{**c, "status": "True", "lastProbeTime": now, "lastTransitionTime": now}
+                                    for c in (first, condition)]
+        else:
+            wanted = min(int(spec.get("parallelism", 1)), completions - succeeded) - len(active)
+            template = spec.get("template") or {}
+            for _ in range(max(0, wanted)):
+                active.append(self.store.create("pods", ns, self._pod_from(job, template, md["name"] + "-")))
+        status.update(active=len(active), succeeded=succeeded, failed=failed, ready=sum(_ready(p) for p in active),
+                      terminating=sum(1 for p in pods if p["metadata"].get("deletionTimestamp")),
+                      uncountedTerminatedPods={})
+        for key in ("active", "succeeded", "failed"):
+            if not status[key]:
+                del status[key]
+        self._patch_status_if_changed("jobs.batch", job, status)
 
     # -- shared ----------------------------------------------------------------------------
     def _pod_from(self, owner: dict, template: dict, prefix: str) -> dict:
@@ -160,10 +283,17 @@ class Controllers:
 
     def _delete_all(self, pods: list[dict]) -> None:
         for p in pods:
-            try:
-                self.store.delete("pods", p["metadata"]["namespace"], p["metadata"]["name"])
-            except ApiError:
-                pass  # already gone
+            self._delete("pods", p)
+
+    def _delete(self, resource: str, obj: dict) -> None:
+        try:
+            self.store.delete(resource, obj["metadata"]["namespace"], obj["metadata"]["name"])
+        except ApiError:
+            pass  # already gone
+
+    def _patch_status_if_changed(self, resource: str, obj: dict, status: dict) -> None:
+        if (obj.get("status") or {}) != status:
+            self._patch_status(resource, obj, status)
 
     def _patch_status(self, resource: str, obj: dict, status: dict) -> None:
         try:
@@ -173,6 +303,17 @@ class Controllers:
                                subresource="status")
         except ApiError:
             pass  # deleted meanwhile
+
+
+def _active(pod: dict) -> bool:
+    """Counted as a replica: neither terminating nor finished."""
+    return not pod["metadata"].get("deletionTimestamp") and \
+        (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def _finished(job_status: dict) -> bool:
+    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+               for c in job_status.get("conditions") or [])
 
 
 def _ready(pod: dict) -> bool:

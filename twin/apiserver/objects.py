@@ -194,6 +194,29 @@ def _default_pod_spec(spec: dict) -> None:
             res["requests"] = dict(res["limits"])  # requests default to limits
 
 
+def assign_owned_selector(resource_key: str, obj: dict) -> None:
+    """Once the uid exists: a Job's generated selector and the template labels that match it."""
+    spec = obj.get("spec") or {}
+    if resource_key != "jobs.batch" or spec.get("manualSelector"):
+        return
+    md = obj["metadata"]
+    labels = {"batch.kubernetes.io/controller-uid": md["uid"], "batch.kubernetes.io/job-name": md["name"],
+              "controller-uid": md["uid"], "job-name": md["name"]}
+    spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": md["uid"]}}
+    template = spec.setdefault("template", {})
+    template.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+
+
+def kind_problems(resource_key: str, obj: dict) -> list[tuple[str, str, str]]:
+    """422 causes the real server's per-kind validation gives beyond the schema."""
+    if resource_key == "jobs.batch":
+        policy = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("restartPolicy")
+        if policy not in ("OnFailure", "Never"):
+            return [("FieldValueNotSupported", "spec.template.spec.restartPolicy",
+                     f'Unsupported value: "{policy}": supported values: "OnFailure", "Never"')]
+    return []
+
+
 def _default_pod(obj: dict, spec: dict) -> None:
     _default_pod_spec(spec)
     spec.setdefault("serviceAccountName", "default")

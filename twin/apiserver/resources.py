@@ -61,6 +61,9 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("", "services", "Service", True, ("svc",), ("status", "proxy")),
     _t("apps", "daemonsets", "DaemonSet", True, ("ds",), ("status",)),
     _t("apps", "deployments", "Deployment", True, ("deploy",), ("status", "scale")),
+    _t("apps", "replicasets", "ReplicaSet", True, ("rs",), ("status", "scale")),
+    _t("", "replicationcontrollers", "ReplicationController", True, ("rc",), ("status", "scale")),
+    _t("batch", "jobs", "Job", True, (), ("status",)),
     _t("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", False,
        ("crd", "crds"), ("status",)),
 )

@@ -142,6 +142,7 @@ class Store:
                       creationTimestamp=objects.timestamp(self.clock.wall()))
             if ns:
                 md["namespace"] = ns
+            objects.assign_owned_selector(rtype.key, obj)
             if "spec" in obj:
                 md["generation"] = 1
             obj["apiVersion"], obj["kind"] = rtype.api_version(version), rtype.kind
@@ -324,7 +325,7 @@ class Store:
         else:
             causes, unknown = [], []
         name = obj["metadata"].get("name", "")
-        causes = causes + objects.metadata_problems(obj["metadata"])
+        causes = causes + objects.metadata_problems(obj["metadata"]) + objects.kind_problems(rtype.key, obj)
         for check in self.admission.get(rtype.key, ()):
             causes = causes + check(obj, self._bucket(rtype).get((obj["metadata"].get("namespace", ""), name)))
         if causes:

@@ -62,7 +62,7 @@ def test_deployment_runs_replicas_and_reports_available(twin, core, apps):
     twin.clock.sleep(3)
     dep = apps.read_namespaced_deployment("op", "default")
     assert dep.status.available_replicas == 2
-    assert {c.type: c.status for c in dep.status.conditions} == {"Available": "True"}
+    assert {c.type: c.status for c in dep.status.conditions} == {"Available": "True", "Progressing": "True"}
     apps.patch_namespaced_deployment("op", "default", {"spec": {"replicas": 1}})
     twin.clock.sleep(1)
     assert len([p for p in pods_of(core, "app=op") if not p.metadata.deletion_timestamp]) == 1
