@@ -14,7 +14,7 @@ import pytest
 from pytest_bdd import step as bdd_step
 from pytest_bdd.parsers import StepParser
 
-from .binder import make_call
+from .binder import Attachment, attach, make_call
 from .bindings import Bindings
 from .context import StepContext
 from .diagnostics import Location
@@ -40,6 +40,9 @@ class RegistryParser(StepParser):
         super().__init__("<any stepgraph step>")
         self.registry = registry
         self._seen: dict[str, Match | None] = {}
+        # pytest-bdd hands a parser the step's text only; the data table or doc string of the step
+        # about to run is set here by the plugin's before-step hook (steps run one at a time).
+        self.attachment: Attachment | None = None
 
     def _match(self, text: str) -> Match | None:
         if text not in self._seen:
@@ -56,13 +59,32 @@ class RegistryParser(StepParser):
             return None
         raw = dict(m.raw)
         bind_as = raw.pop(BIND_FIELD, None)
+        attachment, self.attachment = self.attachment, None
+        problem = attach(m.decl, raw, attachment)
+        if problem is not None:
+            raise ValueError(" — ".join(problem))
         call, diags = make_call(m.decl, raw, Location("<step>"), bind_as=bind_as, window=m.window)
         if call is None:
             raise ValueError("; ".join(str(d) for d in diags))
         return {"sg_call": call}
 
 
+def set_attachment(config: pytest.Config, step: Any) -> None:
+    """Before a step runs: give the parser the pytest-bdd step's data table or doc string."""
+    parser = config.stash.get(PARSER, None)
+    if parser is None:
+        return
+    if getattr(step, "datatable", None) is not None:
+        header, *body = step.datatable.raw()
+        parser.attachment = ("table", [dict(zip(header, row, strict=True)) for row in body])
+    elif getattr(step, "docstring", None) is not None:
+        parser.attachment = ("docstring", step.docstring)
+    else:
+        parser.attachment = None
+
+
 REGISTERED = pytest.StashKey[bool]()
+PARSER = pytest.StashKey[RegistryParser]()
 
 
 def register_steps(config: pytest.Config, registry: Registry) -> None:
@@ -76,7 +98,8 @@ def register_steps(config: pytest.Config, registry: Registry) -> None:
         return
     module = types.ModuleType("stepgraph_steps")
     namespace = module.__dict__
-    namespace.update(_stepgraph_parser=RegistryParser(registry), _stepgraph_step=bdd_step, _stepgraph_run=stepgraph_step)
+    config.stash[PARSER] = parser = RegistryParser(registry)
+    namespace.update(_stepgraph_parser=parser, _stepgraph_step=bdd_step, _stepgraph_run=stepgraph_step)
     exec(compile("_stepgraph_step(_stepgraph_parser)(_stepgraph_run)\n", module.__name__, "exec"), namespace)
     config.pluginmanager.register(module, module.__name__)
     config.stash[REGISTERED] = True

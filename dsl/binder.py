@@ -13,9 +13,16 @@ from .ir import StepCall
 from .phrases import BIND_FIELD, Window, split_window
 from .registry import Registry, StepDecl
 
+#: What a Gherkin step carries below its text: ("table", [row mappings]) or ("docstring", text).
+Attachment = tuple[str, Any]
+_ATTACHMENT_WORDS = {"table": "a data table", "docstring": "a doc string"}
 
-def bind_text(registry: Registry, text: str, location: Location) -> tuple[StepCall | None, list[Diagnostic]]:
-    """Gherkin step text → the one library step it names (undefined and ambiguous are errors)."""
+
+def bind_text(
+    registry: Registry, text: str, location: Location, attachment: Attachment | None = None
+) -> tuple[StepCall | None, list[Diagnostic]]:
+    """Gherkin step text (and its data table or doc string) → the one library step it names
+    (undefined and ambiguous are errors)."""
     matches = registry.match(text)
     if not matches:
         window, rest = split_window(text)
@@ -37,7 +44,34 @@ def bind_text(registry: Registry, text: str, location: Location) -> tuple[StepCa
     [m] = matches
     raw = dict(m.raw)
     bind_as = raw.pop(BIND_FIELD, None)
+    problem = attach(m.decl, raw, attachment)
+    if problem is not None:
+        return None, [Diagnostic(location, *problem, "types")]
     return make_call(m.decl, raw, location, bind_as=bind_as, window=m.window)
+
+
+def attach(decl: StepDecl, raw: dict[str, Any], attachment: Attachment | None) -> tuple[str, str] | None:
+    """Put the step's data table or doc string into `raw` under the field its phrase names, or say
+    why it does not fit: a step that takes none, takes the other kind, or misses the one it takes."""
+    slot = decl.phrase.attachment
+    if slot is None:
+        if attachment is None:
+            return None
+        return (f"{decl.id} takes no {_ATTACHMENT_WORDS[attachment[0]][2:]}", "remove it; every parameter of this step is in its phrase")
+    wanted = _ATTACHMENT_WORDS[slot.type.name]
+    if attachment is None:
+        return (f"{decl.id} needs {wanted} below the step (parameter {slot.field!r})", _attachment_example(slot.type.name))
+    if attachment[0] != slot.type.name:
+        return (f"{decl.id} takes {wanted}, not {_ATTACHMENT_WORDS[attachment[0]]}", _attachment_example(slot.type.name))
+    raw[slot.field] = attachment[1]
+    return None
+
+
+def _attachment_example(kind: str) -> str:
+    if kind == "table":
+        return "write its rows under the step as `| column | column |` lines, the first row naming the columns"
+    return 'write the text under the step between two `"""` lines'
+
 
 
 def make_call(

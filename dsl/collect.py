@@ -12,6 +12,7 @@ import dataclasses
 import re
 import tempfile
 import types
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,8 @@ class ScenarioModule(pytest.Module):
         for name_in_file, scenario in _runnable(feature):
             wrapper = bdd_scenario(str(feature_file), name_in_file, features_base_dir=str(feature_file.parent))(_noop)
             wrapper.place_as = _located_at(self.path, scenario.location.line)  # type: ignore[attr-defined]
+            if scenario.outline is not None:
+                _name_rows(config, wrapper, [s for s in feature.scenarios if s.outline == scenario.outline], feature)
             name = _test_name(name_in_file, set(self._scenario_by_test))
             module.__dict__[name] = wrapper
             scenario_info = ScenarioInfo(
@@ -160,6 +163,37 @@ def _located_at(path: Path, line: int) -> types.FunctionType:
     return namespace["scenario"]
 
 
+def _name_rows(config: pytest.Config, wrapper: Any, rows: list[Scenario], feature: Feature) -> None:
+    """pytest-bdd parametrizes an outline by its example rows, named by their values (pytest shows
+    `325×3` as `325\\xd7 3`) and marked with the outline's tags only. Each row here is named by its
+    own id (`@id:O1` → `O1.2`) or by its values in plain ASCII, and marked with its id, so
+    `-m 'id:O1.2'` selects it."""
+    marks = list(getattr(wrapper, "pytestmark", []))
+    for index, mark in enumerate(marks):
+        if mark.name != "parametrize" or mark.args[0] != "_pytest_bdd_example":
+            continue
+        params, taken = [], set()
+        for number, param in enumerate(mark.args[1], 1):
+            row = next((r for r in rows if dict(r.example) == dict(param.values[0])), None)
+            row_id = feature.scenario_id(row) if row is not None else None
+            label = row_id or readable_id("-".join(param.values[0].values())) or f"row{number}"
+            label = f"{label}-{number}" if label in taken else label
+            taken.add(label)
+            extra = []
+            if row_id is not None:
+                register_tag_marker(config, f"id:{row_id}")
+                extra.append(getattr(pytest.mark, f"id:{row_id}"))
+            params.append(pytest.param(*param.values, id=label, marks=[*param.marks, *extra]))
+        marks[index] = pytest.mark.parametrize(*mark.args[:1], params, **mark.kwargs).mark
+    wrapper.pytestmark = marks
+
+
+def readable_id(text: str) -> str:
+    """A test id in plain ASCII that still reads like the text: `325×3, 375` → `325x3_375`."""
+    ascii_text = unicodedata.normalize("NFKD", text.replace("×", "x")).encode("ascii", "ignore").decode()
+    return re.sub(r"[^\w.:+-]+", "_", ascii_text).strip("_")
+
+
 def _noop() -> None:
     """A stepgraph scenario; its steps are in the scenario file."""
 
@@ -167,8 +201,9 @@ def _noop() -> None:
 def _file_tags(doc: dict[str, Any]) -> set[str]:
     """Every tag pytest-bdd will turn into a mark: on the feature, its scenarios and their examples."""
     feature = doc["feature"]
-    nodes = [feature] + [c["scenario"] for c in feature["children"] if "scenario" in c]
-    nodes += [e for n in nodes[1:] for e in n.get("examples", [])]
+    rules = [c["rule"] for c in feature["children"] if "rule" in c]
+    scenarios = [c["scenario"] for parent in [feature, *rules] for c in parent["children"] if "scenario" in c]
+    nodes = [feature, *rules, *scenarios] + [e for n in scenarios for e in n.get("examples", [])]
     return {t["name"].removeprefix("@") for n in nodes for t in n.get("tags", [])}
 
 
@@ -194,12 +229,18 @@ def _test_name(scenario_name: str, taken: set[str]) -> str:
 
 def _line_maps(doc: dict[str, Any], feature: Feature) -> dict[str, dict[int, Location]]:
     """Per scenario name in the file pytest-bdd runs: line of each step → where the user wrote it."""
+    def background_lines(children: list[dict[str, Any]]) -> list[int]:
+        return [s["location"]["line"] for c in children if "background" in c for s in c["background"]["steps"]]
+
     children = doc["feature"]["children"]
-    background_lines = [s["location"]["line"] for c in children if "background" in c for s in c["background"]["steps"]]
-    nodes = {c["scenario"]["name"]: c["scenario"] for c in children if "scenario" in c}
+    nodes = {c["scenario"]["name"]: (c["scenario"], []) for c in children if "scenario" in c}
+    for rule in (c["rule"] for c in children if "rule" in c):  # a rule's Background runs after the feature's
+        rule_lines = background_lines(rule["children"])
+        nodes.update({c["scenario"]["name"]: (c["scenario"], rule_lines) for c in rule["children"] if "scenario" in c})
     maps: dict[str, dict[int, Location]] = {}
     for name, scenario in _runnable(feature):
-        lines = background_lines + [s["location"]["line"] for s in nodes[name]["steps"]]
+        node, rule_lines = nodes[name]
+        lines = background_lines(children) + rule_lines + [s["location"]["line"] for s in node["steps"]]
         calls = feature.background + scenario.steps
         maps[name] = {line: call.location for line, call in zip(lines, calls, strict=True)}
     return maps

@@ -75,6 +75,8 @@ class Scenario:
     #: For one row of a Gherkin Scenario Outline: the outline's name (the IR holds each row expanded).
     outline: str | None = field(default=None, compare=False)
     example: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # that row's (column, value) pairs
+    #: The Gherkin `Rule:` the scenario is under; its tags and Background steps are already in the scenario's.
+    rule: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from gherkin.errors import CompositeParserException, ParserError
 from gherkin.parser import Parser
 
 from . import ir
-from .binder import bind_text
+from .binder import Attachment, bind_text
 from .diagnostics import Diagnostic, Location
 from .gherkin_text import keyword_hint, text_problems
 from .registry import Registry
@@ -44,6 +44,30 @@ def substitute(text: str, values: dict[str, str]) -> str:
     for name, value in values.items():
         text = text.replace(f"<{name}>", value)
     return text
+
+
+def substitute_step(step: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
+    """One outline step with `<column>` replaced in its text, data table cells and doc string."""
+    out = {**step, "text": substitute(step["text"], values)}
+    if "dataTable" in step:
+        rows = [
+            {**row, "cells": [{**cell, "value": substitute(cell["value"], values)} for cell in row["cells"]]}
+            for row in step["dataTable"]["rows"]
+        ]
+        out["dataTable"] = {**step["dataTable"], "rows": rows}
+    if "docString" in step:
+        out["docString"] = {**step["docString"], "content": substitute(step["docString"]["content"], values)}
+    return out
+
+
+def attachment_of(step: dict[str, Any]) -> Attachment | None:
+    """A parsed step's data table (one mapping per row, keyed by the header row) or doc string."""
+    if "dataTable" in step:
+        header, *body = [[cell["value"] for cell in row["cells"]] for row in step["dataTable"]["rows"]]
+        return ("table", [dict(zip(header, row, strict=True)) for row in body])
+    if "docString" in step:
+        return ("docstring", step["docString"]["content"])
+    return None
 
 
 def description_text(text: str) -> str:
@@ -85,8 +109,8 @@ class _Builder:
     def loc(self, node: dict[str, Any]) -> Location:
         return Location(self.display, node["location"]["line"], node["location"].get("column") or 1)
 
-    def tags(self, node: dict[str, Any]) -> ir.Tags:
-        raw = node.get("tags", [])
+    def tags(self, node: dict[str, Any], inherited: list[dict[str, Any]] | None = None) -> ir.Tags:
+        raw = [*(inherited or []), *node.get("tags", [])]
         tags, diags = parse_tags([t["name"].removeprefix("@") for t in raw], [self.loc(t) for t in raw])
         self.diags += diags
         return tags
@@ -97,19 +121,10 @@ class _Builder:
         for child in node.get("children", []):
             if "background" in child:
                 background = self.steps(child["background"]["steps"])
-            elif "scenario" in child and child["scenario"].get("examples"):
-                scenarios += self.outline(child["scenario"])
             elif "scenario" in child:
-                scenarios.append(self.scenario(child["scenario"]))
+                scenarios += self.scenarios(child["scenario"])
             elif "rule" in child:
-                self.diags.append(
-                    Diagnostic(
-                        self.loc(child["rule"]),
-                        "`Rule:` blocks are not supported",
-                        "move the rule's scenarios into their own feature file",
-                        "syntax",
-                    )
-                )
+                scenarios += self.rule(child["rule"])
         if not scenarios and not self.diags:
             self.diags.append(Diagnostic(self.loc(node), "the feature has no scenarios", "add a `Scenario:`", "syntax"))
         feature = ir.Feature(
@@ -123,16 +138,43 @@ class _Builder:
         )
         return feature, self.diags
 
-    def scenario(self, node: dict[str, Any]) -> ir.Scenario:
-        return ir.Scenario(
-            name=node["name"],
-            tags=self.tags(node),
-            description=description_text(node.get("description", "")),
-            steps=self.steps(node["steps"]),
-            location=self.loc(node),
-        )
+    def rule(self, node: dict[str, Any]) -> list[ir.Scenario]:
+        """A `Rule:` → its scenarios, each with the rule's tags and Background steps (run after the
+        feature's Background, as pytest-bdd runs them). The IR has no rule level, so the YAML
+        equivalent is those scenarios written out."""
+        background: tuple[ir.StepCall, ...] = ()
+        scenarios: list[ir.Scenario] = []
+        for child in node.get("children", []):
+            if "background" in child:
+                background = self.steps(child["background"]["steps"])
+        for child in node.get("children", []):
+            if "scenario" in child:
+                scenarios += self.scenarios(child["scenario"], node, background)
+        if not scenarios:
+            where = self.loc(node)
+            self.diags.append(Diagnostic(where, f"the Rule {node['name']!r} has no scenarios", "add a `Scenario:` under it", "syntax"))
+        return scenarios
 
-    def outline(self, node: dict[str, Any]) -> list[ir.Scenario]:
+    def scenarios(
+        self, node: dict[str, Any], rule: dict[str, Any] | None = None, rule_steps: tuple[ir.StepCall, ...] = ()
+    ) -> list[ir.Scenario]:
+        """A Scenario → [it]; a Scenario Outline → one scenario per example row."""
+        if node.get("examples"):
+            return self.outline(node, rule, rule_steps)
+        return [
+            ir.Scenario(
+                name=node["name"],
+                tags=self.tags(node, rule.get("tags", []) if rule else []),
+                description=description_text(node.get("description", "")),
+                steps=rule_steps + self.steps(node["steps"]),
+                location=self.loc(node),
+                rule=rule["name"] if rule else None,
+            )
+        ]
+
+    def outline(
+        self, node: dict[str, Any], rule: dict[str, Any] | None = None, rule_steps: tuple[ir.StepCall, ...] = ()
+    ) -> list[ir.Scenario]:
         """A Scenario Outline → one scenario per example row, `<name>` replaced by the row's value."""
         rows = []
         for examples in node["examples"]:
@@ -145,7 +187,7 @@ class _Builder:
             self.diags.append(
                 Diagnostic(self.loc(node), "the Scenario Outline has no example rows", "add rows under `Examples:`", "syntax")
             )
-        base_tags = node.get("tags", [])
+        base_tags = [*(rule.get("tags", []) if rule else []), *node.get("tags", [])]
         expanded = []
         for number, (values, example_tags, row) in enumerate(rows, 1):
             tag_nodes = base_tags + example_tags
@@ -153,16 +195,17 @@ class _Builder:
             self.diags += diags
             if tags.id is not None:  # each row is a scenario of its own, so it gets an id of its own
                 tags = dataclasses.replace(tags, id=f"{tags.id}.{number}")
-            steps = [{**step, "text": substitute(step["text"], values)} for step in node["steps"]]
+            steps = [substitute_step(step, values) for step in node["steps"]]
             expanded.append(
                 ir.Scenario(
                     name=f"{node['name']} [{'-'.join(values.values())}]",
                     tags=tags,
                     description=description_text(node.get("description", "")),
-                    steps=self.steps(steps),
+                    steps=rule_steps + self.steps(steps),
                     location=self.loc(row),
                     outline=node["name"],
                     example=tuple(values.items()),
+                    rule=rule["name"] if rule else None,
                 )
             )
         return expanded
@@ -171,12 +214,7 @@ class _Builder:
         calls = []
         for node in nodes:
             where = self.loc(node)
-            if "dataTable" in node or "docString" in node:
-                self.diags.append(
-                    Diagnostic(where, "data tables and doc strings are not supported", "put every parameter in the step's phrase", "syntax")
-                )
-                continue
-            call, diags = bind_text(self.registry, node["text"], where)
+            call, diags = bind_text(self.registry, node["text"], where, attachment_of(node))
             self.diags += diags
             if call is not None:
                 calls.append(call)

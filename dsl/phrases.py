@@ -64,6 +64,14 @@ register_placeholder_type(
 #: `{as}` — the name a step binds its result to; always written `"name"` in Gherkin.
 register_placeholder_type("bind", rf'"{NAME_PATTERN}"', lambda t: t.strip('"'), _quote)
 
+#: Placeholders that are not part of the step's text but of what is attached below it: a Gherkin
+#: data table (`{rows:table}`, a list of one mapping per row, keyed by the header row) or a doc
+#: string (`{body:docstring}`, text). At most one, written last; YAML gives the same as a list of
+#: mappings or a string.
+ATTACHMENT_TYPES = ("table", "docstring")
+register_placeholder_type("table", r"(?!x)x", list, str)
+register_placeholder_type("docstring", r"(?!x)x", str, str)
+
 _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([A-Za-z_][A-Za-z0-9_]*))?\}")
 BIND_FIELD = "as"
 
@@ -85,26 +93,39 @@ class Phrase:
         self.text = text
         self.slots: list[Slot] = []
         self._literals: list[str] = []
+        self.attachment: Slot | None = None  # the data table or doc string below the step, if it takes one
+        body = self._split_attachment(text)
         regex, pos = [], 0
-        for m in _PLACEHOLDER_RE.finditer(text):
-            literal = text[pos : m.start()]
+        for m in _PLACEHOLDER_RE.finditer(body):
+            literal = body[pos : m.start()]
             self._literals.append(literal)
             regex.append(_literal_regex(literal))
             field, type_name = m.group(1), m.group(2) or ("bind" if m.group(1) == BIND_FIELD else "str")
             if type_name not in PLACEHOLDER_TYPES:
                 raise PhraseError(f"phrase {text!r}: unknown placeholder type {type_name!r} — known: {sorted(PLACEHOLDER_TYPES)}")
-            if any(s.field == field for s in self.slots):
+            if type_name in ATTACHMENT_TYPES:
+                raise PhraseError(f"phrase {text!r}: a {{{field}:{type_name}}} placeholder comes last, and only one — move it to the end")
+            if any(s.field == field for s in self.slots) or (self.attachment and self.attachment.field == field):
                 raise PhraseError(f"phrase {text!r}: field {field!r} appears twice — name each field once")
             self.slots.append(Slot(field, PLACEHOLDER_TYPES[type_name]))
             regex.append(f"({PLACEHOLDER_TYPES[type_name].pattern})")
             pos = m.end()
-        tail = text[pos:]
+        tail = body[pos:]
         self._literals.append(tail)
         regex.append(_literal_regex(tail))
         if "{" in "".join(self._literals) or "}" in "".join(self._literals):
             raise PhraseError(f"phrase {text!r}: stray brace — placeholders look like {{field}} or {{field:type}}")
         self.regex = re.compile("".join(regex).strip())
-        self.fields = [s.field for s in self.slots]
+        self.fields = [s.field for s in self.slots] + ([self.attachment.field] if self.attachment else [])
+
+    def _split_attachment(self, text: str) -> str:
+        """The phrase without a trailing `{rows:table}` / `{body:docstring}`, which sets `attachment`."""
+        found = list(_PLACEHOLDER_RE.finditer(text))
+        if found and found[-1].group(2) in ATTACHMENT_TYPES and not text[found[-1].end() :].strip():
+            last = found[-1]
+            self.attachment = Slot(last.group(1), PLACEHOLDER_TYPES[last.group(2)])
+            return text[: last.start()].rstrip()
+        return text
 
     def match(self, text: str) -> dict[str, Any] | None:
         """Parse `text` into raw field values, or None when it is not this phrase."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .bdd_steps import STEP_LOCATION
+from .bdd_steps import STEP_LOCATION, set_attachment
 from .checks import order_hazards
 from .collect import GENERATED_DIR, ITEM_SCENARIO, TAG_KINDS, ScenarioModule
 from .compiler import SCENARIO_SUFFIXES
@@ -136,6 +136,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any, step_func: Any) -> None:
+    set_attachment(request.config, step)
     info = request.config.stash.get(RUN_INFO, None)
     scenario_info = info.scenario(feature.filename, scenario.name) if info else None
     if scenario_info is not None:

@@ -7,6 +7,7 @@ loading gives back an equal IR (the round-trip tests hold this).
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -57,8 +58,41 @@ def _gherkin_steps(calls: tuple[StepCall, ...]) -> list[str]:
         keyword = call.decl.keyword
         word = "And" if keyword == previous else keyword.capitalize()
         out.append(f"{INDENT * 2}{word} {call.text()}")
+        out += _attachment_lines(call, INDENT * 3)
         previous = keyword
     return out
+
+
+def _attachment_lines(call: StepCall, indent: str) -> list[str]:
+    """The data table or doc string under a step whose phrase takes one."""
+    slot = call.decl.phrase.attachment
+    if slot is None:
+        return []
+    value = call.params.model_dump(mode="json")[slot.field]
+    if slot.type.name == "docstring":
+        fence = '```' if '"""' in value else '"""'
+        return [indent + fence, *(indent + line if line else "" for line in value.splitlines()), indent + fence]
+    rows = [row if isinstance(row, dict) else {"value": row} for row in value]
+    header = list(dict.fromkeys(key for row in rows for key in row)) or _row_fields(call, slot.field)
+    if not header:
+        raise RenderError(f"{call.step_id}: an empty data table has no header row to write")
+    table = [header] + [[_cell(row.get(key)) for key in header] for row in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    return [indent + "| " + " | ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)) + " |" for r in table]
+
+
+def _row_fields(call: StepCall, field: str) -> list[str]:
+    """The columns of an empty table: the fields of the row model its parameter is a list of."""
+    import typing
+
+    args = typing.get_args(type(call.params).model_fields[field].annotation)
+    row = args[0] if args else None
+    return list(getattr(row, "model_fields", {}))
+
+
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else "" if value is None else json.dumps(value)
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", "\\n")
 
 
 def to_yaml(feature: Feature) -> str:

@@ -106,3 +106,28 @@ def make_registry() -> Registry:
 
 def messages(compiled: CompiledFile) -> list[str]:
     return [str(d) for d in compiled.diagnostics]
+
+
+class GpuLimit(Params):
+    gpu: int
+    limit: Power
+
+
+class Limits(Params):
+    rows: list[GpuLimit]
+
+
+class Note(Params):
+    text: str
+
+
+def add_attachment_steps(reg: Registry) -> Registry:
+    """Steps that take a data table and a doc string."""
+
+    @reg.then("t.limits_table", "the GPUs have these limits: {rows:table}", key="limits")
+    def limits(ctx: StepContext, p: Limits) -> None: ...
+
+    @reg.then("t.note", "the note reads: {text:docstring}", key="note")
+    def note(ctx: StepContext, p: Note) -> None: ...
+
+    return reg
