@@ -91,6 +91,9 @@ class ProcessView:
             return out
         i = 1
         while i < len(out) and out[i].startswith("-") and out[i] not in ("-c", "-m", "-"):
+            if not out[i].startswith("--") and set(out[i][1:]) & set("IES") and out[i][1] not in "WX":
+                raise ViewError(f"the command line's {out[i]!r} makes Python skip the twin's start-up hook (and so the "
+                                f"node's files and clock) — process containers cannot run Python with -I, -E or -S")
             i += 2 if out[i] in ("-W", "-X") else 1  # the interpreter options that take a value
         if i < len(out) and out[i].startswith("/") and out[i - 1] not in ("-c", "-m"):
             out[i] = self.host_path(out[i]) or out[i]

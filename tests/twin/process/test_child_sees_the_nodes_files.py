@@ -170,3 +170,16 @@ def test_hostpath_types_are_checked_or_created_as_the_kubelet_does(rig):
     with pytest.raises(ViewError, match="type Socket is not modelled"):
         rig.open(volume("Socket"))
     assert len(list((rig.view.folder / "c").iterdir())) == 2  # a refused pod leaves no folder behind
+
+
+@pytest.mark.parametrize("flag", ["-I", "-E", "-S", "-uS", "-Es"])
+def test_python_flags_that_skip_the_hook_are_refused_not_run_against_the_machine(rig, flag):
+    from stepgraph.twin.process.view import ViewError
+
+    with pytest.raises(ViewError, match=f"'{flag}' makes Python skip the twin's start-up hook"):
+        rig.open().argv(["python3", flag, "/app/power_agent.py"])
+
+
+def test_other_python_options_pass(rig):
+    assert rig.open().argv(["python3", "-u", "-W", "ignore", "-X", "dev", "-c", "pass"]) == [
+        "python3", "-u", "-W", "ignore", "-X", "dev", "-c", "pass"]
