@@ -6,7 +6,8 @@ the twin's scaled clock.
 1. A child process on the real nvidia-ml-py calls nvmlDeviceGetPowerManagementLimit N times
    against the twin's libnvidia-ml.so.1 (one socket round trip each) → calls per second (on the
    machine's clock: this child gets no time contract).
-2. A child on a scaled clock (rate R) waits 15 twin seconds per tick with threading.Event.wait,
+2. Start-up: `python -c pass` with and without the view's environment (the hook's cost).
+3. A child on a scaled clock (rate R) waits 15 twin seconds per tick with threading.Event.wait,
    as the Power Agents do, for 10 ticks, and reports each tick's length on its own clock and the
    wall time; the twin's clock is read around the child → scaling error and epoch agreement.
 """
@@ -92,6 +93,18 @@ def main() -> None:
             seconds = float(child(CALLS, str(args.calls), environ=unscaled))
             print(f"NVML through the bridge: {args.calls} nvmlDeviceGetPowerManagementLimit calls in {seconds:.3f} s "
                   f"= {args.calls / seconds:,.0f} calls/s ({seconds / args.calls * 1e6:.1f} µs per call)")
+
+            plain = {k: v for k, v in os.environ.items() if not k.startswith("STEPGRAPH_")}
+
+            def startup(environ: dict[str, str], runs: int = 10) -> float:
+                began = time.monotonic()
+                for _ in range(runs):
+                    subprocess.run([sys.executable, "-c", "pass"], env=environ, check=True)
+                return (time.monotonic() - began) / runs
+
+            bare, hooked = startup(plain), startup(env)
+            print(f"Interpreter start-up: {bare * 1000:.0f} ms bare, {hooked * 1000:.0f} ms with the view's hook "
+                  f"(+{(hooked - bare) * 1000:.0f} ms)")
 
             twin0, wall0 = clock.now(), time.monotonic()
             seen = json.loads(child(TICKS))

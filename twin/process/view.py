@@ -23,6 +23,7 @@ docs/design/twin-process-view.md for why this mechanism and where it differs fro
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import posixpath
@@ -132,6 +133,9 @@ class NodeView:
         self.clock = clock
         self.folder = Path(tempfile.mkdtemp(prefix="sgv-", dir=workdir or _short_tmp()))
         self._bridge = ViewBridge(self.folder)
+        # The children run with PYTHONDONTWRITEBYTECODE, so compile the hook once here: every
+        # interpreter start (each exec'd probe) then loads bytecode instead of compiling source.
+        compileall.compile_dir(str(CHILD_DIR), quiet=2)
         self._nvml_dir: Path | None = None
         self.nvml_problem: str | None = None  # the one line the process mode prints when NVML is missing
         self._attached: list[NodeDevices] = []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 
 SOCKET_ENV = "STEPGRAPH_VIEW_SOCKET"
@@ -18,7 +17,7 @@ class BridgeGone(ConnectionError):
 class Bridge:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sock: socket.socket | None = None
+        self._sock = None
         self._file = None
         self._pid = 0
 
@@ -41,13 +40,15 @@ class Bridge:
     def call_json(self, kind: str, payload: object) -> tuple[int, list[str]]:
         return self.call(kind, json.dumps(payload))
 
-    def _connected(self) -> socket.socket:
+    def _connected(self):
         if self._sock is not None and self._pid == os.getpid():
             return self._sock
         self._drop()  # after fork(): never share the parent's stream
         path, token = os.environ.get(SOCKET_ENV), os.environ.get(TOKEN_ENV)
         if not path or not token:
             raise OSError("no view socket in the environment")
+        import socket  # at the first call, not at every interpreter start
+
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(path)
         self._sock, self._file, self._pid = sock, sock.makefile("rb"), os.getpid()

@@ -25,7 +25,6 @@ import io
 import json
 import os
 import posixpath
-import shutil
 import stat as stat_module
 import sys
 import time
@@ -176,6 +175,8 @@ class _Paths:
         if isinstance(mapped, (str, bytes)) and os.fsdecode(mapped).startswith(self.rootfs + "/"):
             original = os.fsdecode(mapped)[len(self.rootfs):]
             if not self.real["lexists"](os.fsdecode(mapped)) and self.real["lexists"](original):
+                import shutil  # rarely needed: not at every interpreter start
+
                 shutil.copy2(original, os.fsdecode(mapped))
 
 
@@ -262,10 +263,44 @@ def install_files(config: dict) -> None:
     _install_ssl(paths)
 
 
-def _install_ssl(paths: _Paths) -> None:
-    """OpenSSL opens CA and certificate files itself: hand it the mapped path (or the data)."""
-    import ssl
+class _WhenImported:
+    """Run `patch(module)` once the program imports `name` (importing it here would cost every
+    interpreter start, probes included, the module's load time)."""
 
+    def __init__(self, name: str, patch) -> None:
+        self.name, self.patch = name, patch
+
+    def find_spec(self, name, path=None, target=None):
+        if name != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = next((s for f in sys.meta_path if hasattr(f, "find_spec") and (s := f.find_spec(name, path, target))),
+                    None)
+        if spec is None or spec.loader is None:
+            return spec
+        inner, patch = spec.loader, self.patch
+
+        class Loader:
+            def create_module(self, spec):
+                return inner.create_module(spec)
+
+            def exec_module(self, module):
+                inner.exec_module(module)
+                patch(module)
+
+        spec.loader = Loader()
+        return spec
+
+
+def _install_ssl(paths: _Paths) -> None:
+    if "ssl" in sys.modules:
+        _patch_ssl(sys.modules["ssl"], paths)
+    else:
+        sys.meta_path.insert(0, _WhenImported("ssl", lambda module: _patch_ssl(module, paths)))
+
+
+def _patch_ssl(ssl, paths: _Paths) -> None:
+    """OpenSSL opens CA and certificate files itself: hand it the mapped path (or the data)."""
     real_verify, real_chain = ssl.SSLContext.load_verify_locations, ssl.SSLContext.load_cert_chain
 
     def load_verify_locations(self, cafile=None, capath=None, cadata=None):
