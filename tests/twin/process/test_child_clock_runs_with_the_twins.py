@@ -67,7 +67,14 @@ def test_the_scaled_clock_moves_rate_times_faster_and_fires_timers_on_its_time()
         assert (before1 - after0) * 100 - 1e-6 <= t1 - t0 <= (after1 - before0) * 100 + 1e-6
         assert t1 - t0 >= 20
         assert len(fired) == 1 and 10 <= fired[0] - t0 <= t1 - t0
-        assert clock.child_time()["STEPGRAPH_TIME_RATE"] == "100.0"
+        # the contract a child reads gives the very function the twin's clock follows
+        contract = clock.child_time()
+        rate = float(contract["STEPGRAPH_TIME_RATE"])
+        mono0, twin0, wall0 = (float(x) for x in contract["STEPGRAPH_TIME_ANCHOR"].split(","))
+        before, now, wall, after = time.monotonic(), clock.now(), clock.wall(), time.monotonic()
+        assert rate == 100
+        assert twin0 + (before - mono0) * rate - 1e-6 <= now <= twin0 + (after - mono0) * rate + 1e-6
+        assert wall0 + (before - mono0) * rate - 1e-6 <= wall <= wall0 + (after - mono0) * rate + 1e-6
     finally:
         clock.close()
 
