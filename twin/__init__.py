@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
+from .apiserver.auth import Auth, default_key
 from .apiserver.crds import CrdController
 from .apiserver.kubeconfig import write_kubeconfig
 from .apiserver.resources import ResourceTypes
@@ -90,7 +91,8 @@ class Twin:
         self.world = world
         self.gpu: Any = None  # set by the GPU side's installer (twin/world_install.py)
         runtime = self.kubelet if len(self.nodes) == 1 else NodeRuntimes(self.kubelets)
-        self.server = ApiServer(self.store, runtime, port=port)
+        self.auth = Auth(self.store, default_key(str(seed).encode()))
+        self.server = ApiServer(self.store, runtime, port=port, auth=self.auth)
         self._workdir = Path(workdir) if workdir else None
         self._own_workdir = workdir is None
         self.kubeconfig_path: Path | None = None
@@ -139,6 +141,11 @@ class Twin:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def service_account_token(self, pod: dict) -> str:
+        """The token a pod's service-account files hold: over HTTP it is that service account,
+        with the rights RBAC gives it (the kubeconfig's credential stays cluster admin)."""
+        return self.auth.token_for_pod(pod)
 
     def api_client(self) -> Any:
         """A `kubernetes.client.ApiClient` for this twin (the official client, over HTTP)."""

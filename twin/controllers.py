@@ -45,6 +45,7 @@ def _template_hash(template: dict) -> str:
     return "".join(SAFE_ALPHABET[ord(ch) % len(SAFE_ALPHABET)] for ch in str(digest))
 
 
+KUBERNETES_SERVICE_IP = "10.96.0.1"
 SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 REVISION = "deployment.kubernetes.io/revision"
 OWNER_KINDS = {"DaemonSet": "daemonsets.apps", "Deployment": "deployments.apps", "ReplicaSet": "replicasets.apps",
@@ -67,9 +68,18 @@ class Controllers:
 
     # -- namespaces ------------------------------------------------------------------------
     def _on_namespace(self, etype: str, ns: dict) -> None:
-        if etype == "ADDED":
+        if etype != "ADDED":
+            return
+        name = ns["metadata"]["name"]
+        bootstrap = [("serviceaccounts", {"metadata": {"name": "default"}})]
+        if name == "default":  # the API server's own Service, as every cluster has it
+            bootstrap.append(("services", {
+                "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+                "spec": {"clusterIP": KUBERNETES_SERVICE_IP, "ports": [
+                    {"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]}}))
+        for resource, body in bootstrap:
             try:
-                self.store.create("serviceaccounts", ns["metadata"]["name"], {"metadata": {"name": "default"}})
+                self.store.create(resource, name, body)
             except ApiError:
                 pass  # created by hand already
 

@@ -57,20 +57,27 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("", "secrets", "Secret", True),
     _t("", "events", "Event", True, ("ev",)),
     _t("", "nodes", "Node", False, ("no",), ("status", "proxy")),
-    _t("", "serviceaccounts", "ServiceAccount", True, ("sa",)),
+    _t("", "serviceaccounts", "ServiceAccount", True, ("sa",), ("token",)),
     _t("", "services", "Service", True, ("svc",), ("status", "proxy")),
     _t("apps", "daemonsets", "DaemonSet", True, ("ds",), ("status",)),
     _t("apps", "deployments", "Deployment", True, ("deploy",), ("status", "scale")),
     _t("apps", "replicasets", "ReplicaSet", True, ("rs",), ("status", "scale")),
     _t("", "replicationcontrollers", "ReplicationController", True, ("rc",), ("status", "scale")),
     _t("batch", "jobs", "Job", True, (), ("status",)),
+    _t("rbac.authorization.k8s.io", "roles", "Role", True),
+    _t("rbac.authorization.k8s.io", "rolebindings", "RoleBinding", True),
+    _t("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", False),
+    _t("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", False),
+    _t("coordination.k8s.io", "leases", "Lease", True),
+    ResourceType("authorization.k8s.io", ("v1",), "selfsubjectaccessreviews", "SelfSubjectAccessReview", False,
+                 "selfsubjectaccessreview", verbs=("create",)),
     _t("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", False,
        ("crd", "crds"), ("status",)),
 )
 
 # Subresources answered by dedicated handlers; only these verbs make sense on them.
 SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "log": ("get",), "exec": ("create", "get"),
-                     "attach": ("create", "get"), "proxy": ("get",), "scale": ("get", "patch", "update")}
+                     "attach": ("create", "get"), "proxy": ("get",), "scale": ("get", "patch", "update"), "token": ("create",)}
 
 
 class ResourceTypes:

@@ -18,6 +18,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from . import discovery, encoding, objects, patches, tables
+from .auth import ADMIN, Auth, User
 from .errors import ApiError, bad_request, method_not_allowed, resource_missing
 from .resources import SUBRESOURCE_VERBS, ResourceType
 from .store import Store
@@ -176,10 +177,14 @@ def _flag(request: web.Request, name: str) -> bool:
     return request.query.get(name, "").lower() in ("1", "true")
 
 
-async def handle_resource(request: web.Request, store: Store, target: Target) -> web.StreamResponse:
+async def handle_resource(request: web.Request, store: Store, target: Target,
+                          auth: Auth | None = None, user: User | None = None) -> web.StreamResponse:
     """CRUD, list and watch on a resource or collection (subresources other than status elsewhere)."""
     method, q = request.method, request.query
     verb = _verb(method, target, _flag(request, "watch"))
+    if auth is not None and (answer := await _review_or_token(request, store, target, auth, user or ADMIN,
+                                                                  verb_of(method, target, False))) is not None:
+        return answer
     if verb not in target.rtype.verbs or (target.sub and verb not in SUBRESOURCE_VERBS.get(target.sub, ())):
         raise method_not_allowed(verb, target.rtype.plural)
     strict = q.get("fieldValidation") == "Strict"
@@ -247,6 +252,31 @@ async def handle_resource(request: web.Request, store: Store, target: Target) ->
     raise method_not_allowed(verb, rt.plural)
 
 
+async def _review_or_token(request: web.Request, store: Store, target: Target, auth: Auth, user: User,
+                           verb: str) -> web.Response | None:
+    """The two create-only endpoints that store nothing: SelfSubjectAccessReview and TokenRequest."""
+    if verb != "create":
+        return None
+    if target.rtype.key == "selfsubjectaccessreviews.authorization.k8s.io":
+        body = await read_body(request)
+        check_kind(body, target)
+        review = {"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
+                  "metadata": {"creationTimestamp": None}, "spec": body.get("spec") or {},
+                  "status": auth.access_review(user, body.get("spec") or {})}
+        return _json(review, 201)
+    if target.rtype.key == "serviceaccounts" and target.sub == "token":
+        body = await read_body(request)
+        seconds = int((body.get("spec") or {}).get("expirationSeconds") or 3600)
+        token = auth.mint(target.namespace or "", target.name or "", seconds=seconds)
+        expires = objects.timestamp(store.clock.wall() + seconds)
+        return _json({"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
+                      "metadata": {"name": target.name, "namespace": target.namespace, "creationTimestamp": None},
+                      "spec": {"audiences": ["https://kubernetes.default.svc.cluster.local"],
+                               "expirationSeconds": seconds, "boundObjectRef": None},
+                      "status": {"token": token, "expirationTimestamp": expires}}, 201)
+    return None
+
+
 def _dry_run(query: Any) -> bool:
     values = query.getall("dryRun", [])
     for value in values:
@@ -261,6 +291,14 @@ def _exists(store: Store, rtype: ResourceType, namespace: str | None, name: str)
     except ApiError:
         return False
     return True
+
+
+def verb_of(method: str, target: Target, watch: bool) -> str:
+    """The API verb of a request (what RBAC decides on)."""
+    if target.sub is not None and target.sub not in ("status", "scale"):
+        return {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
+            method, method.lower())
+    return _verb(method, target, watch)
 
 
 def _verb(method: str, target: Target, watch: bool) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from aiohttp import web
 
 from . import discovery, encoding, openapi, podio, rest
+from .auth import Auth, Request, default_key
 from .errors import ApiError, bad_request, resource_missing
 from .store import Store
 
@@ -35,8 +36,9 @@ class ApiServer:
     """Serves `store` (and pod I/O through `runtime`) until `stop()`."""
 
     def __init__(self, store: Store, runtime: podio.PodRuntime | None = None, *, port: int = 0,
-                 max_body: int = MAX_BODY) -> None:
+                 max_body: int = MAX_BODY, auth: Auth | None = None) -> None:
         self.store = store
+        self.auth = auth or Auth(store, default_key(b""))
         self.runtime = runtime
         self.max_body = max_body
         self._port = port
@@ -131,14 +133,19 @@ class ApiServer:
             return encoding.json_response(discovery.VERSION_INFO)
         if path == "/openapi/v3" or path.startswith("/openapi/v3/"):
             return self._openapi(path.removeprefix("/openapi/v3").strip("/"))
+        user = self.auth.authenticate(request.headers.get("Authorization"))
         target = rest.parse_path(self.store, path)
         if isinstance(target, dict):
+            self.auth.check(user, Request("get", path=path))
             if request.method != "GET":
                 raise ApiError(405, f"{request.method} is not supported on discovery documents", "MethodNotAllowed")
             return encoding.json_response(target)
+        verb = rest.verb_of(request.method, target, request.query.get("watch", "").lower() in ("1", "true"))
+        self.auth.check(user, Request(verb, target.rtype.group, target.rtype.plural, target.sub or "",
+                                      target.namespace, target.name))
         if target.rtype.key == "pods" and target.sub in ("log", "exec", "attach", "proxy"):
             return await self._pod_io(request, target)
-        return await rest.handle_resource(request, self.store, target)
+        return await rest.handle_resource(request, self.store, target, self.auth, user)
 
     def _openapi(self, gv_path: str) -> web.Response:
         if not gv_path:
