@@ -114,11 +114,19 @@ def stepgraph_step(sg_call: StepCall, stepgraph_scenario: ScenarioRuntime, reque
 class ScenarioRuntime:
     """Per scenario: bindings and the finalizer stack over the target session."""
 
-    def __init__(self, session: TargetSession, cache: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        session: TargetSession,
+        cache: dict[str, Any],
+        run_finalizers: FinalizerStack | None = None,
+        cleanup_notes: list[str] | None = None,
+    ) -> None:
         self.session = session
         self.cache = cache
         self.bindings = Bindings()
         self.finalizers = FinalizerStack()
+        self.run_finalizers = run_finalizers if run_finalizers is not None else FinalizerStack()
+        self.cleanup_notes = cleanup_notes if cleanup_notes is not None else []
 
     def run(self, call: StepCall, location: Location | None) -> Any:
         __tracebackhide__ = True
@@ -129,6 +137,8 @@ class ScenarioRuntime:
             step_id=call.step_id,
             location=str(location) if location else "",
             cache=self.cache,
+            run_finalizers=self.run_finalizers,
+            cleanup_notes=self.cleanup_notes,
             poll_interval=float(getattr(self.session, "poll_interval", 1.0)),
         )
         return execute_call(call.decl, call.params, ctx, bind_as=call.bind_as, within=call.within, throughout=call.throughout)

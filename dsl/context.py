@@ -28,6 +28,9 @@ class StepContext:
     location: str = ""
     cache: dict[str, Any] = field(default_factory=dict)  # per target session; e.g. API clients
     poll_interval: float = DEFAULT_INTERVAL
+    run_finalizers: FinalizerStack = field(default_factory=FinalizerStack)  # run once, at the end of the run
+    intent: list[Any] = field(default_factory=list)  # what this step announced before acting (see `intend`)
+    cleanup_notes: list[str] = field(default_factory=list)  # one line each for the run's cleanup summary
     matchers = _matchers
 
     @property
@@ -56,9 +59,26 @@ class StepContext:
         """Replace binding reads ($name) inside `value` by their values."""
         return self.bindings.resolve(value)
 
-    def defer(self, func: Callable[[], Any], description: str) -> None:
-        """Register a compensation to run at the end of the scenario (LIFO, always)."""
-        self.finalizers.push(func, description)
+    def defer(self, func: Callable[[], Any], description: str, *, last: bool = False) -> None:
+        """Register a compensation to run at the end of the scenario (LIFO, always; `last` ones
+        after all the others)."""
+        self.finalizers.push(func, description, last=last)
+
+    def defer_to_run_end(self, func: Callable[[], Any], description: str) -> None:
+        """Register something to run once at the end of the whole run, before the target stops
+        (e.g. verifying that nothing the run created is left)."""
+        self.run_finalizers.push(func, description)
+
+    def intend(self, value: T) -> T:
+        """Announce, before acting, what the step's compensation will have to undo.
+
+        The compensation is registered before the step runs; if the step does not return (it
+        failed or was interrupted half-way), the compensation receives this value instead of the
+        result. Pass a mutable value (a list the step appends to before each effect) so that it
+        always covers everything the step may have done. A step that never calls `intend` and
+        does not return has nothing to undo, and its compensation does not run."""
+        self.intent[:] = [value]
+        return value
 
     def eventually(
         self, condition: Callable[[], T], within: Duration | float, *, interval: float | None = None, description: str = ""

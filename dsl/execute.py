@@ -19,9 +19,22 @@ def execute_call(
     within: Duration | None = None,
     throughout: Duration | None = None,
 ) -> Any:
-    """Run `decl` with `params`; register its compensation once it returned; bind its result."""
+    """Run `decl` with `params`, its compensation registered *before* it acts; bind its result.
+
+    The compensation gets the step's result, or — when the step failed or was interrupted half-way —
+    what the step announced with `ctx.intend` before acting; with neither it has nothing to undo.
+    """
 
     __tracebackhide__ = True
+    returned: list[Any] = []
+    if decl.compensation is not None:
+        compensation = decl.compensation
+
+        def compensate() -> Any:
+            done = returned or ctx.intent
+            return compensation(ctx, params, done[0]) if done else None
+
+        ctx.defer(compensate, f"compensate {decl.id} ({ctx.location or 'step'})")
 
     def attempt() -> Any:
         __tracebackhide__ = True
@@ -33,9 +46,7 @@ def execute_call(
         result = ctx.eventually(attempt, within, description=f"{decl.id} within {within}")
     else:
         result = attempt()
-    if decl.compensation is not None:
-        compensation = decl.compensation
-        ctx.defer(lambda: compensation(ctx, params, result), f"compensate {decl.id} ({ctx.location or 'step'})")
+    returned.append(result)
     if bind_as is not None:
         ctx.bindings.bind(bind_as, result)
     return result

@@ -1,7 +1,11 @@
 """The finalizer stack: compensations pushed during a scenario → run LIFO at its end, always.
 
-Every finalizer runs even when an earlier one fails or the run is interrupted (Ctrl-C); failures
-are collected and raised together afterwards, never swallowed.
+Every finalizer runs even when an earlier one fails or the run is interrupted (a first Ctrl-C
+arriving during the cleanup still lets the rest run); failures are collected and raised together
+afterwards, never swallowed. Finalizers pushed with `last=True` (restoring GPU defaults) run after
+all the others, whatever failed before them: a GPU restored while a workload still holds it
+would be capped again. A second Ctrl-C during the cleanup stops it at once; what was not undone
+is then listed in `left` and in the exception, so the operator knows exactly what remains.
 """
 
 from __future__ import annotations
@@ -9,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from . import interrupts
 
 
 @dataclass(frozen=True)
@@ -27,33 +33,60 @@ class FinalizerError(Exception):
         super().__init__("\n".join(lines))
 
 
+class CleanupInterrupted(KeyboardInterrupt):
+    """A second Ctrl-C stopped the cleanup; `left` names every compensation that did not finish."""
+
+    def __init__(self, left: list[str]) -> None:
+        self.left = left
+        super().__init__("cleanup interrupted; not undone: " + ("; ".join(left) or "nothing"))
+
+
 class FinalizerStack:
-    """LIFO compensations for one scope (a scenario)."""
+    """LIFO compensations for one scope (a scenario, or the whole run)."""
 
     def __init__(self) -> None:
         self._stack: list[Finalizer] = []
+        self._last: list[Finalizer] = []
         self.ran: list[str] = []
+        self.failed: list[str] = []
+        self.left: list[str] = []
 
-    def push(self, func: Callable[[], Any], description: str) -> None:
-        self._stack.append(Finalizer(func, description))
+    def push(self, func: Callable[[], Any], description: str, *, last: bool = False) -> None:
+        (self._last if last else self._stack).append(Finalizer(func, description))
 
     def __len__(self) -> int:
-        return len(self._stack)
+        return len(self._stack) + len(self._last)
+
+    def _pop(self) -> Finalizer | None:
+        if self._stack:
+            return self._stack.pop()
+        return self._last.pop() if self._last else None
+
+    def pending(self) -> list[str]:
+        """Descriptions of what has not run yet, in the order it would run."""
+        return [f.description for f in reversed(self._stack)] + [f.description for f in reversed(self._last)]
 
     def run(self) -> None:
-        """Run everything pushed, newest first; then raise what failed (Ctrl-C after all ran)."""
+        """Run everything pushed, newest first, `last` ones at the end; then raise what failed
+        (a Ctrl-C only after all ran, unless a second one stops the cleanup itself)."""
         failures: list[tuple[str, BaseException]] = []
         interrupt: BaseException | None = None
-        while self._stack:
-            fin = self._stack.pop()
+        while (fin := self._pop()) is not None:
             try:
                 fin.func()
                 self.ran.append(fin.description)
             except (KeyboardInterrupt, SystemExit) as exc:
+                if interrupts.count() >= 2:  # Ctrl-C again while cleaning up: stop, say what is left
+                    self.left = [fin.description, *self.pending()]
+                    self._stack.clear()
+                    self._last.clear()
+                    raise CleanupInterrupted(self.left) from exc
                 interrupt = interrupt or exc
                 failures.append((fin.description, exc))
+                self.failed.append(fin.description)
             except Exception as exc:
                 failures.append((fin.description, exc))
+                self.failed.append(fin.description)
         if interrupt is not None:
             raise interrupt
         if failures:

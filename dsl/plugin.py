@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from . import interrupts
 from .bdd_steps import STEP_LOCATION, set_attachment
 from .checks import order_hazards
 from .collect import GENERATED_DIR, ITEM_SCENARIO, TAG_KINDS, ScenarioModule
@@ -25,18 +26,19 @@ from .nodes import make_scheduler, record_node
 from .nodes import parametrize as parametrize_by_node
 from .reports.design import requirement_ids
 from .reports.errors import InputError
-from .runinfo import RUN_INFO, run_info
+from .runinfo import RUN_INFO, RunInfo, run_info
 from .targeting import (
     ensure_target,
     gate_items,
     stepgraph_cache,
     stepgraph_node,
+    stepgraph_run_finalizers,
     stepgraph_scenario,
     stepgraph_session,
 )
 
 # fixtures this plugin provides
-__all__ = ["stepgraph_cache", "stepgraph_node", "stepgraph_scenario", "stepgraph_session"]
+__all__ = ["stepgraph_cache", "stepgraph_node", "stepgraph_run_finalizers", "stepgraph_scenario", "stepgraph_session"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -59,6 +61,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     info = run_info(config)
+    interrupts.install()  # SIGTERM too ends the run through pytest's interrupt path, cleaning up
+    config.pluginmanager.register(_InterruptWatch(info), "stepgraph-interrupt-watch")
     for kind, meaning in TAG_KINDS.items():
         config.addinivalue_line("markers", f"{kind}: stepgraph tag kind — {meaning}; select with -m '{kind}:VALUE'")
     doc = config.getini("stepgraph_design_doc")
@@ -72,7 +76,34 @@ def pytest_configure(config: pytest.Config) -> None:
             pytest.exit(f"stepgraph: {err}", returncode=2)
 
 
+class _InterruptWatch:
+    """Marks the run interrupted when pytest sees the KeyboardInterrupt: from then on pytest tears
+    fixtures down from its session end, where cleanup reports failures instead of raising them."""
+
+    def __init__(self, info: RunInfo) -> None:
+        self.info = info
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.info.cleanup.interrupted = True
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    interrupts.uninstall()
+    info = config.stash.get(RUN_INFO, None)
+    if info is not None and info.session is not None:  # a run that started a target: say what it cleaned up
+        _last_line(config, info.cleanup.summary())
+    _remove_generated(config)
+
+
+def _last_line(config: pytest.Config, text: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(text, bold=True, red="LEFT BEHIND" in text)
+    else:
+        sys.stderr.write(text + "\n")
+
+
+def _remove_generated(config: pytest.Config) -> None:
     generated = config.stash.get(GENERATED_DIR, None)
     if generated is None:
         return

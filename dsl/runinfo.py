@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .cleanup import CleanupLedger
 from .diagnostics import Location
 from .ir import Feature, Scenario
 
@@ -61,6 +62,7 @@ class RunInfo:
     design_source: str = ""
     scenarios: dict[tuple[str, str], ScenarioInfo] = field(default_factory=dict)
     ids: dict[str, Location] = field(default_factory=dict)  # scenario id → where it was first seen
+    cleanup: CleanupLedger = field(default_factory=CleanupLedger)  # what the run undid and left
 
     @property
     def facts(self) -> dict[str, Any]:

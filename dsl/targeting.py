@@ -7,15 +7,17 @@ run ends the run with exit code 2 and one line.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from .bdd_steps import ScenarioRuntime
 from .collect import ITEM_SCENARIO
+from .finalizers import CleanupInterrupted, FinalizerStack
 from .nodes import NodeSession
-from .runinfo import RUN_INFO
+from .runinfo import RUN_INFO, RunInfo
 from .target import Target, TargetConfigError, TargetSession, default_target_name, load_target
 
 
@@ -70,12 +72,29 @@ def stepgraph_session(pytestconfig: pytest.Config) -> Iterator[TargetSession]:
     try:
         yield info.session
     finally:
-        target.stop(info.session)
+        session = info.session
+        _cleanup(info, lambda: target.stop(session), stack=None, what=f"target {target.name!r} stop")
+        if getattr(target, "verifies_cleanup", False):
+            info.cleanup.verified_by.append(f"the {target.name} target")
 
 
 @pytest.fixture(scope="session")
 def stepgraph_cache(stepgraph_session: TargetSession) -> dict[str, Any]:
     return {}
+
+
+@pytest.fixture(scope="session")
+def stepgraph_run_finalizers(pytestconfig: pytest.Config, stepgraph_session: TargetSession) -> Iterator[FinalizerStack]:
+    """What steps registered for the end of the run (e.g. verifying nothing is left); runs
+    before the target stops."""
+    __tracebackhide__ = True
+    stack = FinalizerStack()
+    yield stack
+    info = pytestconfig.stash[RUN_INFO]
+    try:
+        _cleanup(info, stack.run, stack=None, what="run-end checks")
+    finally:
+        info.cleanup.verified_by += stack.ran
 
 
 @pytest.fixture
@@ -85,16 +104,64 @@ def stepgraph_node() -> str | None:
 
 
 @pytest.fixture
-def stepgraph_scenario(stepgraph_session: TargetSession, stepgraph_cache: dict[str, Any],
-                       stepgraph_node: str | None) -> Iterator[ScenarioRuntime]:
+def stepgraph_scenario(
+    pytestconfig: pytest.Config,
+    stepgraph_session: TargetSession,
+    stepgraph_cache: dict[str, Any],
+    stepgraph_node: str | None,
+    stepgraph_run_finalizers: FinalizerStack,
+) -> Iterator[ScenarioRuntime]:
     """Bindings and finalizers of one scenario; the finalizers run at its teardown, always."""
     __tracebackhide__ = True
+    info = pytestconfig.stash[RUN_INFO]
     session, cache = stepgraph_session, stepgraph_cache
     if stepgraph_node is not None:  # API clients and handles are per node: they carry the node's name
         session = NodeSession(stepgraph_session, stepgraph_node)
         cache = stepgraph_cache.setdefault(("node", stepgraph_node), {})
-    runtime = ScenarioRuntime(session, cache)
+    runtime = ScenarioRuntime(session, cache, stepgraph_run_finalizers, info.cleanup.notes)
     try:
         yield runtime
     finally:
-        runtime.finalizers.run()
+        _cleanup(info, runtime.finalizers.run, stack=runtime.finalizers, what="compensations")
+
+
+def _cleanup(info: RunInfo, run: Callable[[], None], *, stack: FinalizerStack | None, what: str) -> None:
+    """Run one piece of cleanup and put what it did into the run's ledger.
+
+    In an ordinary run a failure is raised (the scenario errors, the run fails). Once the run is
+    interrupted, pytest tears fixtures down from its session end, where an exception would end
+    in a raw traceback and skip the rest of the cleanup: failures are then printed as one line
+    each and the run ends with pytest's interrupted exit code. A second Ctrl-C during the cleanup
+    stops it, printing exactly what is left.
+    """
+    __tracebackhide__ = True
+    try:
+        run()
+    except CleanupInterrupted as exc:
+        _record(info, stack)
+        info.cleanup.left += [f"not undone: {d}" for d in exc.left if f"not undone: {d}" not in info.cleanup.left]
+        sys.stderr.write(f"stepgraph: interrupted again during cleanup — left as is: {'; '.join(exc.left)}\n")
+        pytest.exit(f"stepgraph: cleanup interrupted; {info.cleanup.summary()}", returncode=pytest.ExitCode.INTERRUPTED)
+    except BaseException as exc:
+        _record(info, stack)
+        if stack is None and not isinstance(exc, KeyboardInterrupt):  # a check at the end: what it found is left
+            info.cleanup.left += _found(exc)
+        if not info.cleanup.interrupted:  # pytest has not seen an interrupt yet: let it see this one
+            raise
+        if not isinstance(exc, KeyboardInterrupt):
+            sys.stderr.write(f"stepgraph: {what} failed after the interrupt: {' '.join(str(exc).split())}\n")
+    else:
+        _record(info, stack)
+
+
+def _found(exc: BaseException) -> list[str]:
+    """The items of a check's "…:\n  - a\n  - b" message, else the message on one line."""
+    lines = str(exc).splitlines()
+    items = [line.strip()[2:] for line in lines[1:] if line.strip().startswith("- ")]
+    return items or [" ".join(str(exc).split()) or type(exc).__name__]
+
+
+def _record(info: RunInfo, stack: FinalizerStack | None) -> None:
+    if stack is not None:
+        info.cleanup.record(stack)
+        stack.ran, stack.failed, stack.left = [], [], []

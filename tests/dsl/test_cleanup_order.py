@@ -1,0 +1,133 @@
+"""Cleanup semantics of the runtime: a compensation is registered before its step acts, `last`
+finalizers (GPU restores) run after all others whatever failed, a second Ctrl-C during cleanup
+stops it and names what is left, and the ledger behind every run's last line."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from stepgraph.dsl import Bindings, FinalizerError, FinalizerStack, ManualClock, Params, Registry, Session, StepContext, interrupts
+from stepgraph.dsl.cleanup import CleanupLedger
+from stepgraph.dsl.execute import execute_call
+from stepgraph.dsl.finalizers import CleanupInterrupted
+
+
+class Count(Params):
+    n: int
+
+
+def _ctx() -> StepContext:
+    return StepContext(session=Session(clock=ManualClock()), bindings=Bindings(), finalizers=FinalizerStack())
+
+
+def _creating_step(undone: list[object]):
+    reg = Registry()
+
+    @reg.when("demo.create", "{n:int} things are created", effects=("creates-objects",),
+              compensation=lambda ctx, p, created: undone.append(list(created)))
+    def create(ctx: StepContext, p: Count) -> list[int]:
+        created = ctx.intend([])
+        for i in range(p.n):
+            created.append(i)  # announced before the effect
+            if i == 1:
+                raise RuntimeError("the API went away half-way")
+        return created
+
+    return reg.steps["demo.create"]
+
+
+def test_a_step_that_fails_half_way_is_compensated_for_what_it_announced() -> None:
+    undone: list[object] = []
+    ctx = _ctx()
+    with pytest.raises(RuntimeError):
+        execute_call(_creating_step(undone), Count(n=3), ctx)
+    ctx.finalizers.run()
+    assert undone == [[0, 1]]
+
+
+def test_a_step_that_fails_before_announcing_anything_has_nothing_to_undo() -> None:
+    undone: list[object] = []
+    reg = Registry()
+
+    @reg.when("demo.early", "it fails early", effects=("creates-objects",), compensation=lambda ctx, p, r: undone.append(r))
+    def early(ctx: StepContext, p: Params) -> None:
+        raise RuntimeError("no manifest")
+
+    ctx = _ctx()
+    with pytest.raises(RuntimeError):
+        execute_call(reg.steps["demo.early"], Params(), ctx)
+    ctx.finalizers.run()
+    assert undone == []
+
+
+def test_last_finalizers_run_after_all_others_even_when_those_fail() -> None:
+    stack, order = FinalizerStack(), []
+    stack.push(lambda: order.append("restore GPUs"), "restore GPUs", last=True)
+    stack.push(lambda: order.append("delete topology"), "delete topology")
+    stack.push(lambda: 1 / 0, "delete bystander")
+    with pytest.raises(FinalizerError, match="delete bystander"):
+        stack.run()
+    assert order == ["delete topology", "restore GPUs"]
+    assert stack.ran == ["delete topology", "restore GPUs"] and stack.failed == ["delete bystander"]
+
+
+def test_a_second_ctrl_c_during_cleanup_stops_it_and_names_what_is_left() -> None:
+    interrupts.install()
+    try:
+        stack, order = FinalizerStack(), []
+        stack.push(lambda: order.append("restore GPUs"), "restore GPUs", last=True)
+        stack.push(lambda: order.append("delete topology"), "delete topology")
+        stack.push(lambda: os.kill(os.getpid(), signal.SIGINT), "delete bystander")  # the second Ctrl-C lands here
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)  # the first one: the run stops and cleans up
+        with pytest.raises(CleanupInterrupted) as stopped:
+            stack.run()
+        assert order == [] and stopped.value.left == ["delete bystander", "delete topology", "restore GPUs"]
+        assert "not undone: delete bystander; delete topology; restore GPUs" in str(stopped.value)
+    finally:
+        interrupts.uninstall()
+
+
+def test_a_first_ctrl_c_during_cleanup_lets_the_rest_run_then_propagates() -> None:
+    interrupts.install()
+    try:
+        stack, order = FinalizerStack(), []
+        stack.push(lambda: order.append("restore GPUs"), "restore GPUs", last=True)
+        stack.push(lambda: os.kill(os.getpid(), signal.SIGINT), "delete topology")
+        with pytest.raises(KeyboardInterrupt):
+            stack.run()
+        assert order == ["restore GPUs"]
+    finally:
+        interrupts.uninstall()
+
+
+def test_sigterm_is_a_ctrl_c() -> None:
+    interrupts.install()
+    try:
+        with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert interrupts.count() == 1
+    finally:
+        interrupts.uninstall()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_the_last_line_says_what_was_undone_and_names_every_leftover() -> None:
+    ledger = CleanupLedger()
+    stack = FinalizerStack()
+    stack.ran = ["compensate topology.running (x.feature:3:5)", "restore every GPU to its default limit"]
+    ledger.record(stack)
+    ledger.verified_by.append("the twin target")
+    assert ledger.summary() == (
+        "stepgraph cleanup: undone: restore every GPU to its default limit ×1, topology.running ×1;"
+        " checked by the twin target: nothing left behind"
+    )
+    ledger.leftover("pods power-conflict-bystander was created by the run and is still there")
+    ledger.leftover("GPU 3 is at 300 W, not its default 400 W")
+    assert ledger.summary().startswith(
+        "stepgraph cleanup: LEFT BEHIND: pods power-conflict-bystander was created by the run and is still there;"
+        " GPU 3 is at 300 W, not its default 400 W — remove these by hand"
+    )
