@@ -1,9 +1,15 @@
-"""Kubeconfig → API clients; Kubernetes/HTTP failures → one exception family; raw streaming exec.
+"""Kubeconfig → API clients; Kubernetes/HTTP failures → one exception family; raw streaming exec;
+retries of transient faults.
 
 Every step library reaches a cluster (the twin or a live one) only through this module, so the
 same code runs on both and failures read the same everywhere. Exec uses the raw websocket stream
 (`_preload_content=False`) because the preloaded form of kubernetes-client ≥ 35 turns JSON stdout
 into `str(dict)` (contract Finding #11).
+
+The client's websocket code catches *everything* during an exec handshake, KeyboardInterrupt
+included, and raises `ApiException(status=0)` instead; such an exception is turned back into the
+interrupt here (`reraise_interrupt`), or Ctrl-C would read as an ordinary API error and the run
+would carry on.
 """
 
 from __future__ import annotations
@@ -11,15 +17,18 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.stream import stream
 from urllib3.exceptions import HTTPError as TransportError
+
+T = TypeVar("T")
 
 # -- errors -------------------------------------------------------------------------------------
 
@@ -88,17 +97,105 @@ def api_error(exc: ApiException) -> ApiError:
     return err
 
 
+def reraise_interrupt(exc: BaseException) -> None:
+    """Raise the KeyboardInterrupt (or SystemExit) the client wrapped into `exc`, if it did."""
+    cause = exc.__context__ or exc.__cause__
+    if isinstance(exc, ApiException) and isinstance(cause, (KeyboardInterrupt, SystemExit)):
+        raise cause.with_traceback(None) from None
+
+
 @contextlib.contextmanager
 def translated(what: str) -> Iterator[None]:
     """Run a block of client calls; re-raise any client failure as a ClusterError naming `what`."""
     try:
         yield
     except ApiException as exc:
+        reraise_interrupt(exc)
         err = api_error(exc)
         err.args = (f"{what}: {err.args[0]}",)
         raise err from exc
     except (OSError, TransportError) as exc:  # connection refused, TLS, DNS, retries exhausted
         raise ClusterError(f"{what}: cannot reach the API server ({exc})") from exc
+
+
+# -- retries ------------------------------------------------------------------------------------
+
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded exponential back-off: `base_s`, doubling, at most `cap_s` per wait (a server's
+    Retry-After is honoured up to `max_retry_after_s`), `attempts` tries in all."""
+
+    attempts: int = 6
+    base_s: float = 0.1
+    cap_s: float = 5.0
+    max_retry_after_s: float = 30.0
+
+    def backoff(self, attempt: int) -> float:
+        return min(self.cap_s, self.base_s * 2**attempt)
+
+
+def _retry_after(headers: Any, attempt: int, policy: RetryPolicy) -> float:
+    """The server's Retry-After (seconds) if it sent one, never less than our own back-off."""
+    with contextlib.suppress(TypeError, ValueError, AttributeError):
+        value = headers.get("Retry-After") if headers is not None else None
+        if value is not None:
+            return min(policy.max_retry_after_s, max(float(value), policy.backoff(attempt)))
+    return policy.backoff(attempt)
+
+
+def transient_delay(exc: BaseException, attempt: int, policy: RetryPolicy) -> float | None:
+    """Seconds to wait before trying again after `exc`, or None when it is not transient."""
+    if isinstance(exc, ApiException):
+        status = exc.status or 0
+        if status == 0 and (m := _HANDSHAKE.search(str(exc.reason or ""))):
+            status = int(m.group(1))
+        elif status == 0:  # the websocket could not be opened at all: reset, refused, timeout
+            return policy.backoff(attempt)
+        return _retry_after(exc.headers, attempt, policy) if status in RETRY_STATUS else None
+    if isinstance(exc, (TransportError, ConnectionError, TimeoutError)):
+        return policy.backoff(attempt)
+    return None
+
+
+def with_retries(call: Callable[[], T], sleep: Callable[[float], None], policy: RetryPolicy = RetryPolicy()) -> T:
+    """`call()` until it does not meet a transient fault: 429 (after Retry-After), 5xx, resets,
+    timeouts — raised, or returned as a response whose status says so — with bounded back-off
+    on `sleep` (the target's clock). An interrupt the client wrapped is re-raised, never retried."""
+    for attempt in range(policy.attempts):
+        last = attempt == policy.attempts - 1
+        try:
+            answer = call()
+        except (ApiException, TransportError, ConnectionError, TimeoutError) as exc:
+            reraise_interrupt(exc)
+            delay = transient_delay(exc, attempt, policy)
+            if delay is None or last:
+                raise
+        else:
+            status = getattr(answer, "status", 200)
+            if status not in RETRY_STATUS or last:
+                return answer
+            delay = _retry_after(getattr(answer, "headers", None), attempt, policy)
+            with contextlib.suppress(Exception):
+                answer.read()  # type: ignore[attr-defined]  # hand the connection back to the pool
+        sleep(delay)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def retrying(call_api: Callable[..., Any], sleep: Callable[[float], None], policy: RetryPolicy = RetryPolicy()) -> Callable[..., Any]:
+    """`ApiClient.call_api` that retries transient faults (see `with_retries`).
+
+    Every request is retried, POSTs included: reads, lists, deletes (404 = done) and patches are
+    idempotent, and every create the steps send carries the run's label, so a create that did
+    land before its answer was lost comes back 409 and is recognised as our own (see
+    k8s.apply_documents)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return with_retries(lambda: call_api(*args, **kwargs), sleep, policy)
+
+    return call
 
 
 # -- client factory -----------------------------------------------------------------------------
@@ -172,6 +269,7 @@ def exec_in_pod(
     *,
     container: str | None = None,
     max_updates: int = 600,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> ExecResult:
     """Run argv in a pod over the raw websocket stream and collect stdout, stderr and exit code.
 
@@ -180,8 +278,9 @@ def exec_in_pod(
     after 5 s inside the pod).
     """
     kwargs: dict[str, Any] = {"container": container} if container else {}
-    with translated(f"exec in pod {namespace}/{pod}"):
-        ws = stream(
+
+    def open_stream() -> Any:
+        return stream(
             core.connect_get_namespaced_pod_exec,
             pod,
             namespace,
@@ -193,6 +292,9 @@ def exec_in_pod(
             _preload_content=False,
             **kwargs,
         )
+
+    with translated(f"exec in pod {namespace}/{pod}"):
+        ws = with_retries(open_stream, sleep)  # a refused or reset handshake ran nothing: safe to retry
     out: list[str] = []
     err: list[str] = []
     try:

@@ -3,25 +3,33 @@
 Every step library asks `cluster(ctx)` for this handle; it is built once per target session
 (cached in `ctx.cache`) from the session's kubeconfig and facts, so steps never know whether they
 talk to the twin or to a live node. It also counts the API calls a scenario makes (the catalog
-benchmark reports them).
+benchmark reports them), retries transient API faults on the target's clock, and stamps the run
+(id, host, start time) that every object the run creates carries, so that what a run leaves
+behind can always be told apart from what an operator prepared by hand.
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
+import os
+import signal
+import socket
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes import client
 
 from stepgraph.dsl import CheckFailed, StepContext
 
 from . import probes
-from ._clients import ExecResult, NotFound, api_client, exec_in_pod, translated
+from ._clients import ClusterError, ExecResult, NotFound, api_client, exec_in_pod, retrying, translated
 from ._parsers import Sample, parse_index_ints, parse_index_lists, parse_metrics
 
 AGENT_SELECTOR = "app.kubernetes.io/component=power-agent"
@@ -32,21 +40,82 @@ POWER_ANNOTATION = "dynamo.nvidia.com/gpu-power-limit"
 METRICS_PORT = 9100
 DGD_LABEL = "nvidia.com/dynamo-graph-deployment-name"
 ROLE_LABEL = "nvidia.com/dynamo-sub-component-type"
+T = TypeVar("T")
+RUN_LABEL = "stepgraph.dev/run"
+RUN_HOST_ANNOTATION = "stepgraph.dev/run-host"
+RUN_STARTED_ANNOTATION = "stepgraph.dev/run-started"
+#: Test hook for the interruption matrix: SIGINT to this process right after the N-th API request.
+SIGINT_AFTER_ENV = "STEPGRAPH_TEST_SIGINT_AFTER_REQUEST"
+
+
+@dataclass(frozen=True)
+class RunStamp:
+    """Who created an object: this run's id, the host it ran on and when it started."""
+
+    id: str
+    host: str
+    started: str
+
+    @classmethod
+    def new(cls) -> RunStamp:
+        """This run's stamp: one per process (every node of a per-node run shares it), and one for
+        all the pytest-xdist workers of a run (they share PYTEST_XDIST_TESTRUNUID), so that no
+        worker takes another's objects for a leftover."""
+        global _THIS_RUN
+        if _THIS_RUN is None:
+            run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")[:12] or uuid.uuid4().hex[:12]
+            started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            _THIS_RUN = cls(run_id, socket.gethostname()[:253], started)
+        return _THIS_RUN
+
+    def mark(self, metadata: dict[str, Any]) -> None:
+        """Put the run's label and annotations into an object's metadata (before it is created)."""
+        metadata.setdefault("labels", {})[RUN_LABEL] = self.id
+        metadata.setdefault("annotations", {}).update({RUN_HOST_ANNOTATION: self.host, RUN_STARTED_ANNOTATION: self.started})
+
+    @staticmethod
+    def of(metadata: Any) -> str:
+        """The run that created an object (metadata as a dict or a client model); "" for none."""
+        labels = metadata.get("labels") if isinstance(metadata, dict) else getattr(metadata, "labels", None)
+        return str((labels or {}).get(RUN_LABEL) or "")
+
+
+_THIS_RUN: RunStamp | None = None
+
+
+def sigint_after(env: Mapping[str, str]) -> int | None:
+    """The request count of the interruption hook (`STEPGRAPH_TEST_SIGINT_AFTER_REQUEST`), if set."""
+    text = env.get(SIGINT_AFTER_ENV, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise ClusterError(f"{SIGINT_AFTER_ENV}={text!r} — write a whole number ≥ 1, or unset it")
+    return int(text)
 
 
 class CallCounter:
-    """Counts API round trips (REST calls and exec streams) made through one Cluster."""
+    """Counts API requests (REST calls and exec streams, every retry included) made through one
+    Cluster; with `interrupt_after`, sends this process SIGINT once that many have been made."""
 
-    def __init__(self) -> None:
+    def __init__(self, interrupt_after: int | None = None) -> None:
         self.total = 0
+        self.interrupt_after = interrupt_after
 
     def wrap(self, func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
         def counted(*args: Any, **kwargs: Any) -> Any:
-            self.total += 1
-            return func(*args, **kwargs)
+            return self.around(lambda: func(*args, **kwargs))
 
         return counted
+
+    def around(self, request: Callable[[], T]) -> T:
+        """Make one request, counted (and, at the hook's count, interrupted once it is answered)."""
+        self.total += 1
+        try:
+            return request()
+        finally:
+            if self.total == self.interrupt_after:
+                os.kill(os.getpid(), signal.SIGINT)
 
 
 @dataclass
@@ -58,6 +127,8 @@ class Cluster:
     node: str
     manifest_dir: Path | None
     calls: CallCounter
+    run: RunStamp = field(default_factory=RunStamp.new)
+    sleep: Callable[[float], None] = time.sleep  # the target's clock: back-off between retries
     metrics_via: str = "exec"
     nvml_via: str = "exec"
     _agent: client.V1Pod | None = field(default=None, repr=False)
@@ -94,8 +165,8 @@ class Cluster:
         return found[0]
 
     def exec(self, pod: client.V1Pod, argv: list[str]) -> ExecResult:
-        self.calls.total += 1
-        return exec_in_pod(self.core, pod.metadata.name, self.namespace, argv)
+        # The exec stream bypasses the ApiClient's call_api, so it is counted (and retried) here.
+        return self.calls.around(lambda: exec_in_pod(self.core, pod.metadata.name, self.namespace, argv, sleep=self.sleep))
 
     # -- readings through the agent pod --------------------------------------------------------
 
@@ -166,8 +237,8 @@ def cluster(ctx: StepContext) -> Cluster:
     if found is None:
         facts = ctx.session.facts
         api = api_client(ctx.kubeconfig)
-        calls = CallCounter()
-        api.call_api = calls.wrap(api.call_api)  # type: ignore[method-assign]
+        calls = CallCounter(sigint_after(os.environ))
+        api.call_api = retrying(calls.wrap(api.call_api), ctx.clock.sleep)  # type: ignore[method-assign]
         manifests = facts.get("manifests")
         found = Cluster(
             api=api,
@@ -175,6 +246,7 @@ def cluster(ctx: StepContext) -> Cluster:
             node=str(facts.get("node", "")),
             manifest_dir=Path(manifests) if manifests else None,
             calls=calls,
+            sleep=ctx.clock.sleep,
             metrics_via=str(facts.get("metrics_via", "exec")),
             nvml_via=str(facts.get("nvml_via", "exec")),
         )

@@ -9,7 +9,8 @@ down by a scenario.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ from ruamel.yaml import YAML
 from stepgraph.dsl import CheckFailed, Params, Ref, StepContext, then, when
 
 from ._clients import ClusterError, NotFound, translated
-from ._cluster import DGD_LABEL, POWER_ANNOTATION, ROLE_LABEL, WORKER_SELECTOR, Cluster, cluster
+from ._cluster import DGD_LABEL, POWER_ANNOTATION, ROLE_LABEL, RUN_LABEL, WORKER_SELECTOR, Cluster, RunStamp, cluster
+from ._parsers import parse_kv_lines
 
 DELETE_DEADLINE_S = 120.0  # the seed's teardown waits this long for pods to go (99-teardown.sh)
 
@@ -92,51 +94,176 @@ def pin_to_node(doc: dict[str, Any], node: str) -> dict[str, Any]:
     return doc
 
 
-def apply_documents(ctx: StepContext, docs: list[dict[str, Any]]) -> list[ObjectRef]:
-    """Create each document (an existing one is adopted, not owned). A run bound to one node of
-    many (session fact `pin_node`) pins what it creates to that node."""
-    refs: list[ObjectRef] = []
+def leftover_policy(ctx: StepContext) -> str:
+    """What to do with objects another run left: `remove` (default) or `adopt` (session fact)."""
+    return str(ctx.session.facts.get("leftovers", "remove"))
+
+
+def _owner(resource: Any, ref: ObjectRef) -> str | None:
+    """The run that created the object `ref` names ("" for none), or None when it does not exist."""
+    try:
+        found = resource.get(name=ref.name, namespace=ref.namespace)
+    except DynamicApiError as exc:
+        if exc.status == 404:
+            return None
+        raise ClusterError(f"read {ref}: {exc.status} {exc.summary()}") from exc
+    return RunStamp.of(found.to_dict().get("metadata") or {})
+
+
+def apply_documents(
+    ctx: StepContext, docs: list[dict[str, Any]], *, into: list[ObjectRef] | None = None, owned: bool = True
+) -> list[ObjectRef]:
+    """Create every document; return (and append to `into`) one ObjectRef per document.
+
+    Intent before effect: each ref is appended *before* its create is sent, so a compensation
+    registered with `into` covers a create whose answer never came (Ctrl-C, a lost connection).
+    With `owned`, each object carries the run's label first; an object that already exists is
+    ours when it carries our label (a retried create), another run's leftover when it carries
+    another's (removed and created again, or adopted with the `leftovers=adopt` option), and a
+    hand-prepared object otherwise (adopted: `created=False`, left as found). A run bound to
+    one node of many (session fact `pin_node`) pins what it creates to that node.
+    """
+    c = cluster(ctx)
+    refs = into if into is not None else []
     node = str(ctx.session.facts.get("node") or "")
     if ctx.session.facts.get("pin_node") and node:
         docs = [pin_to_node(doc, node) for doc in docs]
     for doc in docs:
-        meta = doc["metadata"]
+        meta = doc.setdefault("metadata", {})
+        if owned:
+            c.run.mark(meta)
         ns = meta.get("namespace")
-        resource = _resource(ctx, doc["apiVersion"], doc["kind"])
-        try:
-            resource.create(body=doc, namespace=ns)
-            created = True
-        except DynamicApiError as exc:
-            if exc.status != 409:
-                raise ClusterError(f"create {doc['kind']}/{meta['name']}: {exc.status} {exc.summary()}") from exc
-            created = False
-        refs.append(ObjectRef(doc["apiVersion"], doc["kind"], ns, meta["name"], created))
+        ref = ObjectRef(doc["apiVersion"], doc["kind"], ns, meta["name"], created=True)
+        refs.append(ref)
+        resource = _resource(ctx, ref.api_version, ref.kind)
+        if owned:
+            _created_kinds(ctx).add((ref.api_version, ref.kind, ns))
+            _check_at_run_end(ctx)
+        _create(ctx, resource, doc, ref, refs, owned=owned)
     return refs
 
 
+def _create(ctx: StepContext, resource: Any, doc: dict[str, Any], ref: ObjectRef, refs: list[ObjectRef], *, owned: bool) -> None:
+    c = cluster(ctx)
+    try:
+        resource.create(body=doc, namespace=ref.namespace)
+        return
+    except DynamicApiError as exc:
+        if exc.status != 409:
+            raise ClusterError(f"create {ref}: {exc.status} {exc.summary()}") from exc
+    owner = _owner(resource, ref)
+    if owned and owner == c.run.id:
+        return  # our own create landed before its answer was lost, and was retried
+    if owned and owner and leftover_policy(ctx) == "remove":
+        ctx.cleanup_notes.append(f"removed {ref} left by run {owner}")
+        delete_objects(ctx, [ref], only_created=False)
+        _create(ctx, resource, doc, ref, refs, owned=owned)
+        return
+    refs[refs.index(ref)] = replace(ref, created=False)  # prepared by hand (or adopted): left as found
+
+
+def _created_kinds(ctx: StepContext) -> set[tuple[str, str, str | None]]:
+    """(apiVersion, kind, namespace) of everything this run created, for the run-end check."""
+    return ctx.cache.setdefault("created_kinds", set())
+
+
 def delete_objects(ctx: StepContext, refs: list[ObjectRef], *, only_created: bool) -> None:
-    """Delete (newest first) and wait until every object is gone from the API."""
-    doomed = [r for r in reversed(refs) if r.created or not only_created]
-    for ref in doomed:
+    """Delete (newest first) and wait until every object is gone from the API.
+
+    Idempotent: an object already gone is fine. With `only_created`, only refs a step created are
+    deleted, and only while the object still carries this run's label — a create that never
+    landed must not take down an object someone else made under that name."""
+    run = cluster(ctx).run.id
+    doomed = []
+    for ref in reversed(refs):
+        if only_created and not ref.created:
+            continue
+        resource = _resource(ctx, ref.api_version, ref.kind)
+        if only_created and _owner(resource, ref) != run:
+            continue  # gone already, or not ours
+        doomed.append(ref)
         try:
-            _resource(ctx, ref.api_version, ref.kind).delete(name=ref.name, namespace=ref.namespace)
+            resource.delete(name=ref.name, namespace=ref.namespace)
         except DynamicApiError as exc:
             if exc.status != 404:
                 raise ClusterError(f"delete {ref}: {exc.status} {exc.summary()}") from exc
 
     def all_gone() -> None:
-        left = []
-        for ref in doomed:
-            try:
-                _resource(ctx, ref.api_version, ref.kind).get(name=ref.name, namespace=ref.namespace)
-                left.append(str(ref))
-            except DynamicApiError as exc:
-                if exc.status != 404:
-                    raise ClusterError(f"read {ref}: {exc.status} {exc.summary()}") from exc
+        left = [str(ref) for ref in doomed if _owner(_resource(ctx, ref.api_version, ref.kind), ref) is not None]
         if left:
             raise CheckFailed("objects still present after delete", expected="gone", observed=left)
 
-    ctx.eventually(all_gone, DELETE_DEADLINE_S, description="deleted objects disappear")
+    if doomed:
+        ctx.eventually(all_gone, DELETE_DEADLINE_S, description="deleted objects disappear")
+
+
+def sweep_leftovers(ctx: StepContext, kinds: set[tuple[str, str, str | None]]) -> list[str]:
+    """Remove every object of these kinds that another run left (its label names another run);
+    with `leftovers=adopt`, leave them. Returns what was found, one name each."""
+    c = cluster(ctx)
+    found: list[ObjectRef] = []
+    owners: set[str] = set()
+    for api_version, kind, ns in sorted(kinds, key=str):
+        resource = _resource(ctx, api_version, kind)
+        try:
+            items = resource.get(namespace=ns, label_selector=RUN_LABEL).to_dict().get("items") or []
+        except DynamicApiError as exc:
+            raise ClusterError(f"list {kind} with label {RUN_LABEL}: {exc.status} {exc.summary()}") from exc
+        for item in items:
+            owner = RunStamp.of(item.get("metadata") or {})
+            if owner and owner != c.run.id:
+                owners.add(owner)
+                found.append(ObjectRef(api_version, kind, ns, item["metadata"]["name"], created=True))
+    if not found:
+        return []
+    names = ", ".join(map(str, found))
+    if leftover_policy(ctx) == "adopt":
+        ctx.cleanup_notes.append(f"adopted what run(s) {', '.join(sorted(owners))} left: {names}")
+    else:
+        ctx.cleanup_notes.append(f"removed what run(s) {', '.join(sorted(owners))} left: {names}")
+        delete_objects(ctx, found, only_created=False)
+    return [str(ref) for ref in found]
+
+
+class LeftBehind(AssertionError):
+    """The run-end check found objects of this run, or GPUs off their default; one line each."""
+
+
+#: Session-cache flag: the run created GPU workloads, so it owns the caps they led to.
+OWNS_GPU_CAPS = "owns_gpu_caps"
+
+
+def _check_at_run_end(ctx: StepContext) -> None:
+    if not ctx.cache.get("run_end_check"):
+        ctx.cache["run_end_check"] = True
+        ctx.defer_to_run_end(lambda: verify_run_left_nothing(ctx), f"the run-end check of run {cluster(ctx).run.id}")
+
+
+def verify_run_left_nothing(ctx: StepContext) -> None:
+    """Run-end check, on any target: no object labelled with this run is left and — once the run
+    created GPU workloads — every GPU reads back at its default limit."""
+    c = cluster(ctx)
+    left = objects_of_this_run(ctx)
+    if ctx.cache.get(OWNS_GPU_CAPS):
+        caps, limits = c.nvml_caps(), parse_kv_lines(c.probe("nvml_limits"))
+        defaults = {int(i): int(v.split(",")[0]) for i, v in limits.items()}
+        left += [f"GPU {i} at {caps.get(i)} W, not its default {d} W" for i, d in sorted(defaults.items()) if caps.get(i) != d]
+    if left:
+        raise LeftBehind(f"run {c.run.id} did not clean up after itself:\n  - " + "\n  - ".join(left))
+
+
+def objects_of_this_run(ctx: StepContext) -> list[str]:
+    """Every object this run created that the API still has (the run-end check)."""
+    c = cluster(ctx)
+    left = []
+    for api_version, kind, ns in sorted(_created_kinds(ctx), key=str):
+        resource = _resource(ctx, api_version, kind)
+        try:
+            items = resource.get(namespace=ns, label_selector=f"{RUN_LABEL}={c.run.id}").to_dict().get("items") or []
+        except DynamicApiError as exc:
+            raise ClusterError(f"list {kind} of run {c.run.id}: {exc.status} {exc.summary()}") from exc
+        left += [f"{kind} {item['metadata'].get('namespace') or ''}/{item['metadata']['name']}".replace(" /", " ") for item in items]
+    return left
 
 
 # -- apply / delete ------------------------------------------------------------------------------
@@ -162,7 +289,8 @@ def delete_created(ctx: StepContext, params: Params, refs: list[ObjectRef]) -> N
 def apply(ctx: StepContext, params: ApplyParams) -> list[ObjectRef]:
     """Create every object of a manifest (existing ones are adopted, not owned)."""
     c = cluster(ctx)
-    return apply_documents(ctx, load_manifest(c.manifest(params.manifest), c.namespace))
+    docs = load_manifest(c.manifest(params.manifest), c.namespace)
+    return apply_documents(ctx, docs, into=ctx.intend([]))
 
 
 class DeleteParams(Params):
@@ -216,7 +344,7 @@ class RestartParams(Params):
 def _put_original_back(ctx: StepContext, params: RestartParams, result: dict[str, Any]) -> None:
     """Leave a pod under this name with its original annotation (it may belong to a prepared node)."""
     c = cluster(ctx)
-    original = result["original"]
+    original = copy.deepcopy(result["original"])
     try:
         current = (c.pod(params.pod).metadata.annotations or {}).get(POWER_ANNOTATION)
     except NotFound:
@@ -225,7 +353,7 @@ def _put_original_back(ctx: StepContext, params: RestartParams, result: dict[str
         if current == original["metadata"].get("annotations", {}).get(POWER_ANNOTATION):
             return
         delete_objects(ctx, [ObjectRef("v1", "Pod", c.namespace, params.pod, created=True)], only_created=False)
-    apply_documents(ctx, [original])
+    apply_documents(ctx, [original], owned=False)
 
 
 @when(
@@ -253,8 +381,9 @@ def restart_pod(ctx: StepContext, params: RestartParams) -> dict[str, Any]:
     }
     annotations = {**original["metadata"].get("annotations", {}), POWER_ANNOTATION: str(params.watts)}
     manifest = {**original, "metadata": {**original["metadata"], "annotations": annotations}}
+    ctx.intend({"original": original})  # from here on the compensation can put the original back
     delete_objects(ctx, [ObjectRef("v1", "Pod", c.namespace, params.pod, created=True)], only_created=False)
-    apply_documents(ctx, [manifest])
+    apply_documents(ctx, [manifest], owned=False)  # the same pod again: its labels say whose it is
 
     def running() -> str:
         pod = c.pod(params.pod)
@@ -307,7 +436,7 @@ def _patch_power(c: Cluster, pod: str, value: str | None) -> None:
 def set_power_annotation(ctx: StepContext, params: AnnotateParams) -> str | None:
     """Patch the pod's `dynamo.nvidia.com/gpu-power-limit` (as a planner, or a foreign writer, would)."""
     c = cluster(ctx)
-    previous = (c.pod(params.pod).metadata.annotations or {}).get(POWER_ANNOTATION)
+    previous = ctx.intend((c.pod(params.pod).metadata.annotations or {}).get(POWER_ANNOTATION))
     _patch_power(c, params.pod, str(params.watts))
     return previous
 
@@ -342,9 +471,9 @@ def set_worker_annotation(ctx: StepContext, params: RoleAnnotateParams) -> tuple
     """Overwrite a DGD worker's power-limit annotation, as a foreign writer would (A4)."""
     c = cluster(ctx)
     name = worker_of(c, params.dgd, params.role)
-    previous = (c.pod(name).metadata.annotations or {}).get(POWER_ANNOTATION)
+    previous = ctx.intend((name, (c.pod(name).metadata.annotations or {}).get(POWER_ANNOTATION)))
     _patch_power(c, name, str(params.watts))
-    return name, previous
+    return previous
 
 
 class AnnotationIsParams(Params):

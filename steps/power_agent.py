@@ -149,7 +149,7 @@ def conflict_bystander(ctx: StepContext, params: BystanderParams) -> list[Object
     docs = load_manifest(c.manifest(BYSTANDER_MANIFEST), c.namespace)
     for doc in docs:
         doc["metadata"].setdefault("annotations", {})[POWER_ANNOTATION] = str(params.watts)
-    return apply_documents(ctx, docs)
+    return apply_documents(ctx, docs, into=ctx.intend([]))
 
 
 class CounterIsParams(Params):

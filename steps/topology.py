@@ -4,7 +4,8 @@ verifying that every GPU is back at its default limit.
 
 The path comes from the target's capabilities (`path-a` / `path-b`); manifests come from the
 session's variant folder (examples/manifests/<variant>/). What already runs (a live node prepared
-by hand) is adopted, not owned: it is neither deleted nor reset afterwards.
+by hand) is adopted, not owned: it is neither deleted nor reset afterwards. What another run
+left behind (its objects carry that run's label) is not a prepared node: it is removed first.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from stepgraph.dsl import CheckFailed, NoParams, StepContext, given
 
 from ._cluster import PLANNER_SELECTOR, WORKER_SELECTOR, cluster
-from .k8s import ObjectRef, apply_documents, delete_objects, load_manifest
+from .k8s import OWNS_GPU_CAPS, ObjectRef, apply_documents, delete_objects, load_manifest, sweep_leftovers
 from .nvml import restore_defaults
 
 PATH_B_MANIFESTS = ("50-stub-workers.yaml",)
@@ -50,6 +51,10 @@ def _running(ctx: StepContext, selector: str, count: int, what: str, on_node: bo
 
 
 def _take_down(ctx: StepContext, params: NoParams, refs: list[ObjectRef]) -> None:
+    """Delete what the bring-up created (adopted objects stay) and wait until its pods are gone.
+
+    The GPU restore is not part of this: it is registered on its own to run after every other
+    compensation of the scenario, whether this one succeeded or not."""
     if not any(r.created for r in refs):
         return  # adopted topology (prepared outside the run): leave it and its caps alone
     delete_objects(ctx, refs, only_created=True)
@@ -62,7 +67,12 @@ def _take_down(ctx: StepContext, params: NoParams, refs: list[ObjectRef]) -> Non
 
     # Restore only once no workload holds a GPU: a running pod's next agent tick would re-cap it.
     ctx.eventually(test_pods_gone, 120.0, interval=5.0, description="topology pods deleted")
-    restore_defaults(c)
+
+
+def _restore_gpus(ctx: StepContext, refs: list[ObjectRef], swept: list[str]) -> None:
+    """Every GPU back at its default and read back — unless the whole topology was adopted."""
+    if any(r.created for r in refs) or swept:
+        restore_defaults(cluster(ctx))
 
 
 @given(
@@ -74,20 +84,23 @@ def _take_down(ctx: StepContext, params: NoParams, refs: list[ObjectRef]) -> Non
     compensation=_take_down,
 )
 def running(ctx: StepContext, params: NoParams) -> list[ObjectRef]:
-    """Path B: five stub workers (1+1+2+2+2 GPUs). Path A: DGDs A, B, C with one planner each."""
+    """Path B: five stub workers (1+1+2+2+2 GPUs). Path A: DGDs A, B, C with one planner each.
+
+    What other runs left (objects labelled with their run) is removed first, or adopted with the
+    `leftovers=adopt` option; the GPU restore is registered before anything is created and runs
+    after every other compensation of the scenario."""
     c = cluster(ctx)
     names = PATH_A_MANIFESTS if path_of(ctx) == "a" else PATH_B_MANIFESTS
-    refs: list[ObjectRef] = []
-    for name in names:
-        refs += apply_documents(ctx, load_manifest(c.manifest(name), c.namespace))
-    try:
-        _running(ctx, WORKER_SELECTOR, WORKERS, "worker pods")
-        if path_of(ctx) == "a":
-            _running(ctx, PLANNER_SELECTOR, PLANNERS, "planner pods", on_node=False)
-    except BaseException as failure:
-        try:  # the compensation is pushed only once the step returns, so clean up here
-            _take_down(ctx, params, refs)
-        except Exception as cleanup:
-            failure.add_note(f"cleaning up after the failed bring-up also failed: {cleanup}")
-        raise
+    docs = [doc for name in names for doc in load_manifest(c.manifest(name), c.namespace)]
+    refs: list[ObjectRef] = ctx.intend([])
+    swept: list[str] = []
+    ctx.defer(lambda: _restore_gpus(ctx, refs, swept), "restore every GPU to its default limit", last=True)
+    kinds = {(d["apiVersion"], d["kind"], d["metadata"].get("namespace")) for d in docs} | {("v1", "Pod", c.namespace)}
+    swept += sweep_leftovers(ctx, kinds)
+    apply_documents(ctx, docs, into=refs)
+    if any(r.created for r in refs) or swept:
+        ctx.cache[OWNS_GPU_CAPS] = True  # the run-end check then also reads every GPU back
+    _running(ctx, WORKER_SELECTOR, WORKERS, "worker pods")
+    if path_of(ctx) == "a":
+        _running(ctx, PLANNER_SELECTOR, PLANNERS, "planner pods", on_node=False)
     return refs

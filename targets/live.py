@@ -21,6 +21,7 @@ from urllib3.exceptions import HTTPError
 
 from stepgraph.dsl import DEFAULT_TICK_SECONDS, RealClock, Session, TargetConfigError, TargetSession
 
+from .leftovers import leftover_option
 from .live_settings import LiveConfigError, LiveSettings
 
 PLANNER_SELECTOR = "nvidia.com/dynamo-component-type=planner,purpose=power-aware-multi-dgd-test"
@@ -129,6 +130,7 @@ class LiveTarget:
             "planner_generation": settings.planner_generation,
             "metrics_via": settings.metrics_via,
             "nvml_via": settings.nvml_via,
+            "leftovers": leftover_option(options),
         }
         return Session(
             clock=RealClock(),

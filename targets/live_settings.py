@@ -92,3 +92,4 @@ class LiveSettings:
         if self.dcgm:
             caps.add("dcgm")
         return caps
+

@@ -9,7 +9,8 @@ node label, contract §0); `faults` — switches to flip at start, as a YAML
 flow mapping (`{agent_ignores_conflicts: true}`); `world_dgds` — `own`
 (default: the catalog creates the DGDs from our manifests, so the run owns and removes them) or
 `keep` (the world's DGDs are pre-deployed, as on a prepared live node); `metrics_via` — `exec`
-(the probe inside the agent pod, default) or `proxy` (the API server's pod proxy).
+(the probe inside the agent pod, default) or `proxy` (the API server's pod proxy); `leftovers` —
+`remove` (default: objects another run left are removed first) or `adopt` (kept, as if prepared).
 
 At stop the target checks, on the twin itself, that every object the run created in the test
 namespace is gone and every GPU is back at its default limit; if not, stopping fails the run
@@ -29,8 +30,11 @@ from stepgraph.dsl import Session, TargetConfigError, TargetSession
 from stepgraph.twin import Twin
 from stepgraph.twin.apiserver.errors import ApiError
 from stepgraph.twin.apiserver.selectors import parse_label_selector
+from stepgraph.twin.faults import FaultSwitches
 from stepgraph.twin.world import World, WorldError, load_world, profile
 from stepgraph.twin.world_install import build_twin, node_config
+
+from .leftovers import leftover_option
 
 CHECKED_RESOURCES = ("pods", "configmaps", "services", "daemonsets.apps", "dynamographdeployments.nvidia.com")
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -101,10 +105,15 @@ def resolve_world(options: Mapping[str, str], env: Mapping[str, str]) -> World:
         raise TargetConfigError(f"twin: {' '.join(str(exc).split())}") from None
 
 
+def _default_api_fault(name: str, value: object) -> bool:
+    return name.startswith("api_") and FaultSwitches.model_fields[name].get_default(call_default_factory=True) == value
+
+
 class TwinTarget:
     """The `twin` target (entry point `stepgraph.targets: twin`)."""
 
     name = "twin"
+    verifies_cleanup = True  # stop() checks the twin itself for leftovers and capped GPUs
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self._env = dict(os.environ if env is None else env)
@@ -157,7 +166,10 @@ class TwinTarget:
             "path": "A" if world.operator.install else "B",
             "manifests": str(REPO_ROOT / "examples" / "manifests" / world.variant),
             "metrics_via": self.metrics_via,
-            "faults": {k: v for k, v in world.faults.model_dump().items() if v not in (False, [], "seeded", "4.5")},
+            "leftovers": leftover_option(options),
+            "faults": {
+                k: v for k, v in world.faults.model_dump().items() if v not in (False, [], "seeded", "4.5") and not _default_api_fault(k, v)
+            },
         }
         return Session(
             clock=self.twin.clock,

@@ -7,8 +7,11 @@ import pytest
 
 from stepgraph.dsl import Bindings, FinalizerStack, StepContext
 from stepgraph.steps import k8s
-from stepgraph.steps._cluster import POWER_ANNOTATION, cluster
+from stepgraph.steps._cluster import POWER_ANNOTATION, RUN_HOST_ANNOTATION, RUN_LABEL, RUN_STARTED_ANNOTATION, cluster
 from stepgraph.targets.twin import TwinTarget
+
+TEST_PODS = "purpose=power-aware-multi-dgd-test"
+STUB_WORKERS = ("vllm-dgd-a-prefill", "vllm-dgd-a-decode", "vllm-dgd-b-prefill", "vllm-dgd-b-decode", "vllm-dgd-c-decode")
 
 
 @pytest.fixture
@@ -23,16 +26,62 @@ def _annotation(ctx: StepContext, pod: str) -> str | None:
     return (cluster(ctx).pod(pod).metadata.annotations or {}).get(POWER_ANNOTATION)
 
 
+def _prepare_by_hand(ctx: StepContext, manifest: str, labels: dict[str, str] | None = None) -> None:
+    """Create a manifest's pods as an operator would with kubectl: no run label (or the given one)."""
+    c = cluster(ctx)
+    for doc in k8s.load_manifest(c.manifest(manifest), c.namespace):
+        doc["metadata"].setdefault("labels", {}).update(labels or {})
+        c.core.create_namespaced_pod(c.namespace, doc)
+
+
+def _test_pods(ctx: StepContext) -> dict[str, str]:
+    return {p.metadata.name: (p.metadata.labels or {}).get(RUN_LABEL, "") for p in cluster(ctx).pods(TEST_PODS, on_node=False)}
+
+
 def test_apply_adopts_what_exists_and_its_compensation_deletes_only_what_it_created(ctx: StepContext) -> None:
-    prepared = k8s.apply(ctx, k8s.ApplyParams(manifest="50-stub-workers.yaml"))  # a node prepared by hand
-    assert all(ref.created for ref in prepared)
+    _prepare_by_hand(ctx, "50-stub-workers.yaml")
     again = k8s.apply(ctx, k8s.ApplyParams(manifest="50-stub-workers.yaml"))
     assert not any(ref.created for ref in again)
     bystander = k8s.apply(ctx, k8s.ApplyParams(manifest="40-conflict-bystander.yaml"))
+    assert all(ref.created for ref in bystander)
     k8s.delete_created(ctx, k8s.ApplyParams(manifest="50-stub-workers.yaml"), again)
     k8s.delete_created(ctx, k8s.ApplyParams(manifest="40-conflict-bystander.yaml"), bystander)
-    names = {p.metadata.name for p in cluster(ctx).pods("purpose=power-aware-multi-dgd-test", on_node=False)}
-    assert names == {"vllm-dgd-a-prefill", "vllm-dgd-a-decode", "vllm-dgd-b-prefill", "vllm-dgd-b-decode", "vllm-dgd-c-decode"}
+    assert _test_pods(ctx) == dict.fromkeys(STUB_WORKERS, "")
+
+
+def test_what_a_run_creates_carries_its_run_id_host_and_start_time(ctx: StepContext) -> None:
+    k8s.apply(ctx, k8s.ApplyParams(manifest="40-conflict-bystander.yaml"))
+    pod = cluster(ctx).pod("power-conflict-bystander")
+    run = cluster(ctx).run
+    assert pod.metadata.labels[RUN_LABEL] == run.id
+    assert pod.metadata.annotations[RUN_HOST_ANNOTATION] == run.host and pod.metadata.annotations[RUN_STARTED_ANNOTATION] == run.started
+
+
+def test_a_create_whose_answer_was_lost_is_recognised_as_our_own_on_retry(ctx: StepContext) -> None:
+    first = k8s.apply(ctx, k8s.ApplyParams(manifest="40-conflict-bystander.yaml"))
+    retried = k8s.apply(ctx, k8s.ApplyParams(manifest="40-conflict-bystander.yaml"))  # 409 of our own object
+    assert [r.created for r in first] == [r.created for r in retried] == [True]
+
+
+@pytest.mark.parametrize("policy", ["remove", "adopt"])
+def test_another_runs_leftovers_are_removed_and_said_so_or_adopted_on_request(ctx: StepContext, policy: str) -> None:
+    _prepare_by_hand(ctx, "50-stub-workers.yaml", labels={RUN_LABEL: "deadbeef0001"})  # a killed run's pods
+    ctx.session.facts["leftovers"] = policy
+    found = k8s.sweep_leftovers(ctx, {("v1", "Pod", cluster(ctx).namespace)})
+    assert sorted(found) == sorted(f"Pod/{name}" for name in STUB_WORKERS)
+    assert len(ctx.cleanup_notes) == 1 and "deadbeef0001" in ctx.cleanup_notes[0]
+    if policy == "remove":
+        assert ctx.cleanup_notes[0].startswith("removed") and _test_pods(ctx) == {}
+    else:
+        assert ctx.cleanup_notes[0].startswith("adopted") and _test_pods(ctx) == dict.fromkeys(STUB_WORKERS, "deadbeef0001")
+
+
+def test_a_compensation_never_deletes_an_object_the_run_did_not_label(ctx: StepContext) -> None:
+    # The create of a step interrupted before its answer: the ref is there, the object is someone else's.
+    _prepare_by_hand(ctx, "40-conflict-bystander.yaml")
+    c = cluster(ctx)
+    k8s.delete_created(ctx, k8s.ApplyParams(manifest="x"), [k8s.ObjectRef("v1", "Pod", c.namespace, "power-conflict-bystander", True)])
+    assert c.pod("power-conflict-bystander").metadata.name == "power-conflict-bystander"
 
 
 def test_restart_gives_a_new_uid_and_its_compensation_restores_the_original_pod(ctx: StepContext) -> None:
