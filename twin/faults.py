@@ -9,6 +9,7 @@ restart. Each field's description is the documentation of what it reproduces.
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
@@ -76,6 +77,27 @@ class FaultSwitches(BaseModel):
         default_factory=list,
         description="B8: dcgmConfigEnforce on these DCGM gpu positions raises after a successful Set "
         "(cap live; dcgm_enforce_failures_total grows).",
+    )
+
+    # --- API transport faults (the client side must retry; see api_fault_middleware) --------
+    api_fault_rate: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="The share of Kubernetes API requests (REST, exec, watch) that meet one of the "
+        "`api_fault_kinds`, chosen at random from the world's seed: 0.05 is one request in twenty.",
+    )
+    api_fault_kinds: list[Literal["429", "500", "503", "reset", "latency", "watch_drop"]] = Field(
+        default_factory=lambda: ["429", "500", "503", "reset", "latency", "watch_drop"],
+        description="Which faults a faulted request meets (one at random): `429` TooManyRequests "
+        "with Retry-After: 1, `500` InternalError, `503` ServiceUnavailable (all before the request "
+        "is handled, as an overloaded API server or a proxy answers), `reset` the connection closed "
+        "without an answer, `latency` the answer delayed by `api_latency_seconds`, `watch_drop` a "
+        "watch that ends at once (the client must watch again). A kind that does not apply to a "
+        "request (watch_drop on a plain GET) leaves it alone.",
+    )
+    api_latency_seconds: float = Field(
+        1.0, ge=0.0, le=60.0, description="How long (wall-clock seconds) a `latency` fault delays its answer."
     )
 
     # --- deliberate bugs a correct scenario must catch -------------------------------------
@@ -229,3 +251,43 @@ def aiohttp_routes(faults: Faults, prefix: str = "/twin/v1/faults") -> list:
         return web.json_response({"switches": faults.as_dict()})
 
     return [web.get(prefix, get), web.patch(prefix, patch), web.delete(prefix, delete)]
+
+
+def api_fault_middleware(faults: Faults, rng: random.Random) -> Callable[..., Any]:
+    """An aiohttp middleware that answers a share of the Kubernetes API requests with a transient
+    fault (`api_fault_rate`, `api_fault_kinds`); the twin's own routes (/twin/…) are never faulted."""
+    import asyncio
+
+    from aiohttp import web
+
+    def status(code: int, reason: str, message: str) -> web.Response:
+        body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": message, "reason": reason, "code": code}
+        headers = {"Retry-After": "1"} if code in (429, 503) else {}
+        return web.json_response(body, status=code, headers=headers)
+
+    @web.middleware
+    async def inject(request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
+        rate = faults.api_fault_rate
+        if rate <= 0 or not request.path.startswith(("/api/", "/apis/")) or rng.random() >= rate:
+            return await handler(request)
+        kind = rng.choice(faults.api_fault_kinds) if faults.api_fault_kinds else "none"
+        if kind == "429":
+            return status(429, "TooManyRequests", "the twin is injecting faults (api_fault_rate); try again later")
+        if kind == "500":
+            return status(500, "InternalError", "an error on the server has prevented the request from succeeding (injected)")
+        if kind == "503":
+            return status(503, "ServiceUnavailable", "the server is currently unable to handle the request (injected)")
+        if kind == "reset" and request.transport is not None:
+            request.transport.abort()  # what a dropped connection looks like to the client
+            raise ConnectionResetError("injected connection reset")
+        if kind == "latency":
+            await asyncio.sleep(faults.api_latency_seconds)
+        if kind == "watch_drop" and request.query.get("watch") in ("1", "true"):
+            response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+            await response.prepare(request)
+            await response.write_eof()  # the stream ends before any event, as a dropped watch does
+            return response
+        return await handler(request)
+
+    return inject

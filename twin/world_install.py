@@ -22,7 +22,7 @@ from typing import Any
 
 from . import Twin, world_objects
 from .devices import DeviceDirectory, NodeDevices
-from .faults import Faults, NodeFaults, aiohttp_routes
+from .faults import Faults, NodeFaults, aiohttp_routes, api_fault_middleware
 from .gpu_workloads import register_gpu_workloads
 from .gpus import GpuBoard, load_sku
 from .node import DEFAULT_LABELS, Node, NodeConfig
@@ -94,6 +94,7 @@ class WorldInstaller:
                                world.operator.planner_generation, agent_tick_seconds=world.timing.agent_tick_seconds,
                                worker_model_load_seconds=world.timing.worker_model_load_seconds)
         twin.server.extra_routes.extend(aiohttp_routes(faults))
+        twin.server.extra_middlewares.append(api_fault_middleware(faults, twin.rng("api-faults")))
 
         store = twin.store
         if not _exists(store, "namespaces", None, world.namespace):

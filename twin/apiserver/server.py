@@ -51,6 +51,9 @@ class ApiServer:
         # aiohttp RouteDefs other parts of the twin mount beside the Kubernetes API (added
         # before `start`; e.g. the GPU side's `/twin/v1/faults`).
         self.extra_routes: list[web.AbstractRouteDef] = []
+        # aiohttp middlewares other parts of the twin put in front of every request (added
+        # before `start`; e.g. the injected API faults of `twin/faults.py`).
+        self.extra_middlewares: list[Callable] = []
 
     @property
     def base_url(self) -> str:
@@ -93,7 +96,7 @@ class ApiServer:
         loop.close()
 
     async def _startup(self) -> None:
-        app = web.Application(client_max_size=self.max_body, middlewares=[self._errors])
+        app = web.Application(client_max_size=self.max_body, middlewares=[*self.extra_middlewares, self._errors])
         app[rest.MAX_BODY_KEY] = self.max_body
         app[rest.WATCH_QUEUES_KEY] = set()
         app.router.add_routes(self.extra_routes)
