@@ -1,7 +1,7 @@
 """The finalizer stack: compensations pushed during a scenario → run LIFO at its end, always.
 
-Every finalizer runs even when an earlier one fails or the run is interrupted (a first Ctrl-C
-arriving during the cleanup still lets the rest run); failures are collected and raised together
+Every finalizer runs even when an earlier one fails or the run is interrupted (a finalizer cut
+short by a first Ctrl-C runs once more, and the rest run after it); failures are collected and raised together
 afterwards, never swallowed. Finalizers pushed with `last=True` (restoring GPU defaults) run after
 all the others, whatever failed before them: a GPU restored while a workload still holds it
 would be capped again. A second Ctrl-C during the cleanup stops it at once; what was not undone
@@ -73,14 +73,10 @@ class FinalizerStack:
         interrupt: BaseException | None = None
         while (fin := self._pop()) is not None:
             try:
-                fin.func()
+                cut_short = self._run_one(fin)
                 self.ran.append(fin.description)
+                interrupt = interrupt or cut_short
             except (KeyboardInterrupt, SystemExit) as exc:
-                if interrupts.count() >= 2:  # Ctrl-C again while cleaning up: stop, say what is left
-                    self.left = [fin.description, *self.pending()]
-                    self._stack.clear()
-                    self._last.clear()
-                    raise CleanupInterrupted(self.left) from exc
                 interrupt = interrupt or exc
                 failures.append((fin.description, exc))
                 self.failed.append(fin.description)
@@ -91,3 +87,27 @@ class FinalizerStack:
             raise interrupt
         if failures:
             raise FinalizerError(failures)
+
+    def _run_one(self, fin: Finalizer) -> BaseException | None:
+        """Run one finalizer; return the Ctrl-C that cut it short, if one did. Cut short by a
+        first Ctrl-C, it runs once more from the start — compensations are idempotent — so the
+        interrupt stops the run, not its cleanup."""
+        try:
+            fin.func()
+            return None
+        except (KeyboardInterrupt, SystemExit) as exc:
+            self._stop_on_second_interrupt(fin, exc)
+            first = exc
+        try:
+            fin.func()
+        except (KeyboardInterrupt, SystemExit) as exc:
+            self._stop_on_second_interrupt(fin, exc)
+            raise
+        return first
+
+    def _stop_on_second_interrupt(self, fin: Finalizer, exc: BaseException) -> None:
+        if interrupts.count() >= 2:  # Ctrl-C again while cleaning up: stop, say what is left
+            self.left = [fin.description, *self.pending()]
+            self._stack.clear()
+            self._last.clear()
+            raise CleanupInterrupted(self.left) from exc

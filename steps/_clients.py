@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kubernetes import client, config
+from kubernetes.client import rest
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.stream import stream
@@ -207,6 +208,19 @@ def api_client(kubeconfig: str | None = None, context: str | None = None) -> cli
     Never touches the client's global default configuration, so the twin and a live cluster can
     be used side by side in one process.
     """
+    return _one_retry_policy(_load_client(kubeconfig, context))
+
+
+def _one_retry_policy(api: client.ApiClient) -> client.ApiClient:
+    """Turn off urllib3's own retries (it sleeps wall-clock time on a 429/503 Retry-After and
+    retries GETs up to three times on its own), so `with_retries` is the one policy, on the
+    target's clock, for every request."""
+    api.configuration.retries = False
+    api.rest_client = rest.RESTClientObject(api.configuration)
+    return api
+
+
+def _load_client(kubeconfig: str | None, context: str | None) -> client.ApiClient:
     if kubeconfig:
         try:
             return config.new_client_from_config(config_file=kubeconfig, context=context)

@@ -91,15 +91,23 @@ def test_a_second_ctrl_c_during_cleanup_stops_it_and_names_what_is_left() -> Non
         interrupts.uninstall()
 
 
-def test_a_first_ctrl_c_during_cleanup_lets_the_rest_run_then_propagates() -> None:
+def test_a_compensation_cut_short_by_a_first_ctrl_c_runs_again_and_the_rest_follow() -> None:
     interrupts.install()
     try:
         stack, order = FinalizerStack(), []
+
+        def delete_topology() -> None:
+            if "delete topology: cut short" not in order:
+                order.append("delete topology: cut short")
+                os.kill(os.getpid(), signal.SIGINT)  # the operator's first Ctrl-C lands mid-delete
+            order.append("delete topology")
+
         stack.push(lambda: order.append("restore GPUs"), "restore GPUs", last=True)
-        stack.push(lambda: os.kill(os.getpid(), signal.SIGINT), "delete topology")
+        stack.push(delete_topology, "delete topology")
         with pytest.raises(KeyboardInterrupt):
             stack.run()
-        assert order == ["restore GPUs"]
+        assert order == ["delete topology: cut short", "delete topology", "restore GPUs"]
+        assert stack.ran == ["delete topology", "restore GPUs"] and stack.failed == []
     finally:
         interrupts.uninstall()
 

@@ -1,0 +1,54 @@
+"""Nothing left behind, whatever happens: a SIGINT after any API request of a catalog scenario,
+and the catalog at a 10 % API fault rate, end with no object of the run and every GPU at its
+default — verified by the twin target on the twin itself and by the run-end check over the API.
+
+The interruption matrix samples its points so that CI on two cores stays affordable: the first
+requests (discovery, the leftover sweep, the first creates), then every `STRIDE`-th one up to
+the end of the scenario. `bench/bench_cleanup.py` tries every single request.
+"""
+
+from __future__ import annotations
+
+import pytest
+from catalog_runs import run_catalog
+from cleanup_recorder import CleanupRecorder
+
+from stepgraph.steps._cluster import SIGINT_AFTER_ENV
+
+SCENARIO = "conflict.feature"  # topology, a bystander created and deleted, GPU caps written and restored
+FIRST = range(1, 6)
+STRIDE = 9
+LAST_TRIED = 120  # beyond the scenario's last request: such a run is not interrupted at all
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, after: int | None, *args: str) -> tuple[int, CleanupRecorder]:
+    if after is None:
+        monkeypatch.delenv(SIGINT_AFTER_ENV, raising=False)
+    else:
+        monkeypatch.setenv(SIGINT_AFTER_ENV, str(after))
+    recorder = CleanupRecorder()
+    run = run_catalog("--target-option", "world=path-b", *args, files=(SCENARIO,), plugins=(recorder,))
+    return run.returncode, recorder
+
+
+def test_a_sigint_after_any_api_request_stops_the_run_and_leaves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    interrupted = []
+    for after in sorted({*FIRST, *range(FIRST.stop, LAST_TRIED, STRIDE)}):
+        code, cleanup = _run(monkeypatch, after)
+        where = f"SIGINT after request {after}: exit {code}, {cleanup.summary}"
+        assert code == (2 if cleanup.interrupted else 0), where  # pytest's "interrupted" exit code
+        assert cleanup.summary.endswith("the twin target: nothing left behind"), where
+        interrupted += [after] if cleanup.interrupted else []
+    assert len(interrupted) >= 10, f"only {interrupted} interrupted the scenario: LAST_TRIED is too low for it"
+    assert interrupted[-1] < LAST_TRIED - STRIDE, "the scenario makes more requests than the matrix reaches"
+
+
+def test_the_catalog_passes_at_a_10_percent_api_fault_rate_and_leaves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SIGINT_AFTER_ENV, raising=False)
+    for world in ("path-b", "path-a"):
+        recorder = CleanupRecorder()
+        faults = "faults={api_fault_rate: 0.1, api_latency_seconds: 0.05}"
+        run = run_catalog("--target-option", f"world={world}", "--target-option", faults, plugins=(recorder,))
+        assert run.returncode == 0, f"{world}: {run.output[-3000:]}"
+        assert not run.ids("failed") and not run.ids("error")
+        assert recorder.summary.endswith("nothing left behind") and "run-end check" in recorder.summary, recorder.summary
