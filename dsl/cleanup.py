@@ -21,6 +21,7 @@ class CleanupLedger:
     verified_by: list[str] = field(default_factory=list)  # the checks that ran at the end
     notes: list[str] = field(default_factory=list)  # e.g. what another run left and this one removed
     interrupted: bool = False
+    pending_interrupt: BaseException | None = None  # a Ctrl-C during a teardown, raised once it is done
 
     def record(self, stack: FinalizerStack) -> None:
         """Take in what one finalizer stack did (after its `run`, also when that raised)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,16 @@ class _InterruptWatch:
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.info.cleanup.interrupted = True
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+        # A Ctrl-C that arrived during one of our fixture teardowns, raised now that all ran.
+        try:
+            return (yield)
+        finally:
+            pending, self.info.cleanup.pending_interrupt = self.info.cleanup.pending_interrupt, None
+            if pending is not None:
+                raise pending
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

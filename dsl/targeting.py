@@ -128,7 +128,8 @@ def stepgraph_scenario(
 def _cleanup(info: RunInfo, run: Callable[[], None], *, stack: FinalizerStack | None, what: str) -> None:
     """Run one piece of cleanup and put what it did into the run's ledger.
 
-    In an ordinary run a failure is raised (the scenario errors, the run fails). Once the run is
+    In an ordinary run a failure is raised (the scenario errors, the run fails); a Ctrl-C is held
+    until pytest has finished the teardown it arrived in, then raised. Once the run is
     interrupted, pytest tears fixtures down from its session end, where an exception would end
     in a raw traceback and skip the rest of the cleanup: failures are then printed as one line
     each and the run ends with pytest's interrupted exit code. A second Ctrl-C during the cleanup
@@ -146,7 +147,12 @@ def _cleanup(info: RunInfo, run: Callable[[], None], *, stack: FinalizerStack | 
         _record(info, stack)
         if stack is None and not isinstance(exc, KeyboardInterrupt):  # a check at the end: what it found is left
             info.cleanup.left += _found(exc)
-        if not info.cleanup.interrupted:  # pytest has not seen an interrupt yet: let it see this one
+        if isinstance(exc, KeyboardInterrupt) and not info.cleanup.interrupted:
+            # Raised out of a fixture teardown, it would make pytest drop the remaining teardowns
+            # of that scope (the target's stop among them): held until the teardown is complete.
+            info.cleanup.pending_interrupt = info.cleanup.pending_interrupt or exc
+            return
+        if not info.cleanup.interrupted:
             raise
         if not isinstance(exc, KeyboardInterrupt):
             sys.stderr.write(f"stepgraph: {what} failed after the interrupt: {' '.join(str(exc).split())}\n")
