@@ -90,6 +90,7 @@ class _InterruptWatch:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
         # A Ctrl-C that arrived during one of our fixture teardowns, raised now that all ran.
+        __tracebackhide__ = True
         try:
             return (yield)
         finally:
