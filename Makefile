@@ -6,24 +6,43 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # The four passes of the test plan: Path B/A (stub workers / planners) × NVML/DCGM.
 WORLDS ?= path-b path-b-dcgm path-a path-a-dcgm
+LINKS  := $(VENV)/.linked
+FILES  := build/package-files.txt
 
-.PHONY: run test bench clean
+.PHONY: run test wheel-smoke bench clean FORCE
 
+# A strict editable install (see setup.py): build/__editable__… links every file of the packages
+# into the wheel's layout, so every tool resolves stepgraph.* the same way. A file added or removed
+# needs new links, so the list of package files is a prerequisite, rewritten only when it changes.
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' --config-settings editable_mode=strict
 	touch $(STAMP)
 
-run: $(STAMP)
+$(FILES): FORCE
+	@mkdir -p build
+	@git ls-files --cached --others --exclude-standard dsl steps targets twin examples | sort > $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+
+$(LINKS): $(STAMP) $(FILES)
+	$(BIN)/pip install --quiet --no-deps -e . --config-settings editable_mode=strict
+	touch $(LINKS)
+
+run: $(LINKS)
 	$(BIN)/stepgraph run --reports reports $(WORLDS:%=--world %) -- --gherkin-terminal-reporter -vv
 
-test: $(STAMP)
+test: $(LINKS)
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/pytest tests -q -p no:cacheprovider
+	.ci/wheel-smoke
 
-bench: $(STAMP)
+# The built wheel in a fresh virtualenv, run from a scratch project outside the checkout.
+wheel-smoke:
+	.ci/wheel-smoke
+
+bench: $(LINKS)
 	$(BIN)/python bench/bench_ratios.py
 
 clean:

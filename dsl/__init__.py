@@ -5,6 +5,11 @@ This module is the public step-authoring API: everything a step library or a tar
 
 from __future__ import annotations
 
+# One identity: this folder is the package stepgraph.dsl. Imported by its folder name (say
+# `import dsl` from the checkout) it would be a second copy with its own registries and state.
+if __name__ != "stepgraph.dsl":
+    raise ImportError(f"dsl/ is the package stepgraph.dsl; import it by that name, not as {__name__!r}")
+
 from .bindings import BindingError, Bindings, Ref
 from .clock import Clock, ManualClock, RealClock
 from .context import StepContext

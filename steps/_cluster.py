@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -231,6 +232,12 @@ def run_locally(python_args: list[str]) -> ExecResult:
     return ExecResult(done.stdout, done.stderr, done.returncode)
 
 
+def shipped_manifests(variant: str) -> Path:
+    """The ready-to-apply manifests of a variant that ship with the package (examples/manifests/<variant>/)."""
+    # An installed package is a folder on disk (pip unpacks wheels), so the resource is a plain path.
+    return Path(str(resources.files("stepgraph.steps").joinpath("manifests", variant)))
+
+
 def cluster(ctx: StepContext) -> Cluster:
     """The session's Cluster, created on first use."""
     found = ctx.cache.get("cluster")
@@ -239,12 +246,12 @@ def cluster(ctx: StepContext) -> Cluster:
         api = api_client(ctx.kubeconfig)
         calls = CallCounter(sigint_after(os.environ))
         api.call_api = retrying(calls.wrap(api.call_api), ctx.clock.sleep)  # type: ignore[method-assign]
-        manifests = facts.get("manifests")
+        manifests = facts.get("manifests") or shipped_manifests(str(facts.get("variant", "target")))
         found = Cluster(
             api=api,
             namespace=str(facts.get("namespace", "dynamo-power-test")),
             node=str(facts.get("node", "")),
-            manifest_dir=Path(manifests) if manifests else None,
+            manifest_dir=Path(manifests),
             calls=calls,
             sleep=ctx.clock.sleep,
             metrics_via=str(facts.get("metrics_via", "exec")),

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
@@ -116,14 +115,13 @@ class LiveTarget:
     def start(self, options: Mapping[str, str]) -> TargetSession:
         settings = self.settings()
         caps = set(self.capabilities)
-        manifests = Path(options.get("manifests") or Path.cwd() / "examples" / "manifests" / settings.variant)
         facts = {
             "target": "live",
             "opted_in": settings.opted_in,
             "node": settings.node,
             "namespace": settings.namespace,
             "variant": settings.variant,
-            "manifests": str(manifests),
+            "manifests": options.get("manifests"),  # None: the manifests shipped for the variant
             "path": ("A" if "path-a" in caps else "B") if settings.opted_in else None,
             "dcgm": settings.dcgm,
             "agent_generation": settings.agent_generation,

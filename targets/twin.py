@@ -37,7 +37,6 @@ from stepgraph.twin.world_install import build_twin, node_config
 from .leftovers import leftover_option
 
 CHECKED_RESOURCES = ("pods", "configmaps", "services", "daemonsets.apps", "dynamographdeployments.nvidia.com")
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 class TeardownError(AssertionError):
@@ -164,7 +163,6 @@ class TwinTarget:
             "actuator": world.agent.actuator,
             "agent_generation": world.agent.generation,
             "path": "A" if world.operator.install else "B",
-            "manifests": str(REPO_ROOT / "examples" / "manifests" / world.variant),
             "metrics_via": self.metrics_via,
             "leftovers": leftover_option(options),
             "faults": {

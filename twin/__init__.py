@@ -19,6 +19,11 @@ cluster exists and before the API server accepts requests, and may register work
 
 from __future__ import annotations
 
+# One identity: this folder is the package stepgraph.twin. Imported by its folder name (say
+# `import twin` from the checkout) it would be a second copy with its own registries and state.
+if __name__ != "stepgraph.twin":
+    raise ImportError(f"twin/ is the package stepgraph.twin; import it by that name, not as {__name__!r}")
+
 import random
 import shutil
 import sys

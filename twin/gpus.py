@@ -11,13 +11,14 @@ import random
 import uuid as uuidlib
 from dataclasses import dataclass
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, model_validator
 from ruamel.yaml import YAML
 
-SKU_DIR = Path(__file__).parent / "skus"
+SKU_DIR = Path(str(resources.files(__package__).joinpath("skus")))
 DEFAULT_SKU = "A100-SXM4-80GB"
 
 

@@ -14,6 +14,7 @@ Bad input is an error naming the file, line and column of the offending key
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -174,7 +175,9 @@ class WorldError(ValueError):
     """A world file is wrong; the message is `file:line:col: what — what to do`."""
 
 
-PROFILES_DIR = Path(__file__).resolve().parents[1] / "examples" / "profiles"
+# The profiles ship inside the package (setup.py maps examples/profiles there); an installed package
+# is a folder on disk (pip unpacks wheels), so the resource is a plain path.
+PROFILES_DIR = Path(str(resources.files(__package__).joinpath("profiles")))
 
 
 def load_world(path: str | Path) -> World:

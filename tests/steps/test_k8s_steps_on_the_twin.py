@@ -107,5 +107,5 @@ def test_annotate_compensation_puts_back_the_previous_value_or_removes_it(ctx: S
 
 
 def test_an_unknown_manifest_names_where_it_looked(ctx: StepContext) -> None:
-    with pytest.raises(FileNotFoundError, match=r"examples/manifests/target/60-nothing\.yaml"):
+    with pytest.raises(FileNotFoundError, match=r"manifests/target/60-nothing\.yaml"):
         k8s.apply(ctx, k8s.ApplyParams(manifest="60-nothing.yaml"))
