@@ -106,6 +106,18 @@ def install_time(rate: float, anchor: str) -> None:
     threading.Thread.join = join
     threading._time = monotonic  # Condition.wait_for and Semaphore deadlines
 
+    # A signal handler that sets an Event (the agents' SIGTERM handler) runs in the main thread,
+    # and deadlocks if that thread is inside Event.wait holding the Event's non-reentrant lock.
+    # Scaled waits cycle `rate` times as often, so that rare window would open `rate` times as
+    # often: Events get a reentrant lock, and the handler's set() goes through.
+    real_event_init = threading.Event.__init__
+
+    def event_init(self):
+        real_event_init(self)
+        self._cond = threading.Condition(threading.RLock())
+
+    threading.Event.__init__ = event_init
+
 
 # -- files --------------------------------------------------------------------------------------
 class _Virtual:
