@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import tempfile
 import types
 import unicodedata
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 from gherkin.parser import Parser
 from pytest_bdd import scenario as bdd_scenario
 
+from . import tempdirs
 from .bdd_steps import register_steps
 from .compiler import YAML_SUFFIXES, compile_file
 from .diagnostics import Location
@@ -128,7 +128,7 @@ class ScenarioModule(pytest.Module):
     def _render_yaml(self, feature: Feature, display: str) -> Path:
         config = self.config
         if GENERATED_DIR not in config.stash:
-            config.stash[GENERATED_DIR] = Path(tempfile.mkdtemp(prefix="stepgraph-features-"))
+            config.stash[GENERATED_DIR] = tempdirs.make("features")
         target = config.stash[GENERATED_DIR] / (re.sub(r"[^\w.-]+", "_", display) + ".feature")
         target.write_text(to_gherkin(feature, lambda s: [f"source:{display}:{s.location.line}"]), encoding="utf-8")
         return target

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from . import interrupts
+from . import interrupts, tempdirs
 from .bdd_steps import STEP_LOCATION, set_attachment
 from .checks import order_hazards
 from .collect import GENERATED_DIR, ITEM_SCENARIO, TAG_KINDS, ScenarioModule
@@ -63,6 +63,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     info = run_info(config)
     interrupts.install()  # SIGTERM too ends the run through pytest's interrupt path, cleaning up
+    stale = tempdirs.sweep_stale()  # what killed runs left in the temp directory
+    if stale:
+        info.cleanup.notes.append(f"removed {len(stale)} temp folder(s) of killed runs ({', '.join(p.name for p in stale)})")
     config.pluginmanager.register(_InterruptWatch(info), "stepgraph-interrupt-watch")
     for kind, meaning in TAG_KINDS.items():
         config.addinivalue_line("markers", f"{kind}: stepgraph tag kind — {meaning}; select with -m '{kind}:VALUE'")

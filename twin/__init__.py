@@ -24,6 +24,7 @@ from __future__ import annotations
 if __name__ != "stepgraph.twin":
     raise ImportError(f"twin/ is the package stepgraph.twin; import it by that name, not as {__name__!r}")
 
+import os
 import random
 import shutil
 import sys
@@ -123,7 +124,8 @@ class Twin:
             hook(self)
         self.server.start()
         if self._workdir is None:
-            self._workdir = Path(tempfile.mkdtemp(prefix="stepgraph-twin-"))
+            # The pid in the name lets a later run remove the folder if this process is killed.
+            self._workdir = Path(tempfile.mkdtemp(prefix=f"stepgraph-twin-{os.getpid()}-"))
         self.kubeconfig_path = write_kubeconfig(self._workdir / "kubeconfig", self.base_url)
         self.started = True
         return self
