@@ -100,7 +100,11 @@ def load_target(name: str) -> Target:
         factory = factories[name]
         if factory is not LocalTarget:
             factory = factory()  # entry point → the factory it names
-    target = factory()
+    try:
+        target = factory()
+    except Exception as exc:  # an ad-hoc factory that is not one (os:system, a function taking arguments)
+        problem = f"{type(exc).__name__}: {exc}"
+        raise TargetConfigError(f"target {name!r} cannot be made ({problem}) — write package.module:TargetClass") from None
     if not isinstance(target, Target):
         raise TargetConfigError(f"target {name!r} does not provide name, capabilities, start() and stop()")
     return target
@@ -108,9 +112,13 @@ def load_target(name: str) -> Target:
 
 def _import_factory(spec: str) -> Callable[[], Target]:
     import importlib
+    import inspect
 
     module_name, _, attr = spec.partition(":")
     try:
-        return getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise TargetConfigError(f"target {spec!r} cannot be loaded ({exc}) — write package.module:Factory") from None
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError, ValueError, TypeError) as exc:
+        raise TargetConfigError(f"target {spec!r} cannot be loaded ({exc}) — write package.module:TargetClass") from None
+    if not inspect.isclass(factory):  # never call an arbitrary function (os:system) to make a target
+        raise TargetConfigError(f"target {spec!r} is not a class — write package.module:TargetClass")
+    return factory

@@ -169,6 +169,16 @@ class Cluster:
         # The exec stream bypasses the ApiClient's call_api, so it is counted (and retried) here.
         return self.calls.around(lambda: exec_in_pod(self.core, pod.metadata.name, self.namespace, argv, sleep=self.sleep))
 
+    def _inside_allowed(self, path: Path, name: str) -> Path:
+        resolved = path.resolve()
+        roots = allowed_manifest_roots(self.manifest_dir, os.environ)
+        if not any(resolved.is_relative_to(root) for root in roots):
+            raise PermissionError(
+                f"manifest {name!r} is outside the project ({resolved}) — put it under {Path.cwd()} "
+                f"or allow its folder with {MANIFEST_DIRS_ENV}={resolved.parent}"
+            )
+        return resolved
+
     # -- readings through the agent pod --------------------------------------------------------
 
     def agent_pod(self) -> client.V1Pod:
@@ -212,18 +222,32 @@ class Cluster:
         return parse_metrics(self.probe("metrics"))
 
     def manifest(self, name: str) -> Path:
-        """A manifest by path, or by file name inside the session's variant folder."""
+        """A manifest by path, or by file name inside the session's variant folder.
+
+        Only files inside the variant folder, the folder the run started in (the project) or a
+        folder named in STEPGRAPH_MANIFEST_DIRS are read: a scenario cannot make the run read
+        (and send to a cluster) a file from anywhere on the machine."""
         candidates = [Path(name)]
         if self.manifest_dir is not None:
             candidates.insert(0, self.manifest_dir / name)
             candidates.insert(1, self.manifest_dir / f"{name}.yaml")
         for path in candidates:
             if path.is_file():
-                return path
+                return self._inside_allowed(path, name)
         raise FileNotFoundError(
             f"manifest {name!r} not found (looked in {', '.join(str(c) for c in candidates)}) — "
             "name a file of examples/manifests/<variant>/ or give a path"
         )
+
+
+MANIFEST_DIRS_ENV = "STEPGRAPH_MANIFEST_DIRS"
+
+
+def allowed_manifest_roots(manifest_dir: Path | None, env: Mapping[str, str]) -> list[Path]:
+    """The folders manifests may be read from: the variant folder, the project, and any folder
+    of STEPGRAPH_MANIFEST_DIRS (separated like PATH)."""
+    extra = [Path(p) for p in env.get(MANIFEST_DIRS_ENV, "").split(os.pathsep) if p]
+    return [p.resolve() for p in [*([manifest_dir] if manifest_dir else []), Path.cwd(), *extra]]
 
 
 def run_locally(python_args: list[str]) -> ExecResult:

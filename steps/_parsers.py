@@ -173,10 +173,15 @@ def parse_dcgmi_power_limit(text: str) -> tuple[int | None, int | None]:
 # -- scenario data ------------------------------------------------------------------------------
 
 
+MAX_GPUS = 1024  # a caps list names one value per GPU of a node (8 today); more is a typo
+MAX_WATTS = 100_000  # no GPU draws 100 kW
+
+
 def parse_watts_list(text: str) -> list[int]:
     """`"350, 325, 375×2"` → [350, 325, 375, 375]: a multiset of whole watts as scenarios write it.
 
-    Items are separated by commas; `W` units are optional; `×n` (or `xn`) repeats an item.
+    Items are separated by commas; `W` units are optional; `×n` (or `xn`) repeats an item. At most
+    MAX_GPUS values of at most MAX_WATTS each, checked before any list is built.
     """
     values: list[int] = []
     for item in text.split(","):
@@ -187,7 +192,12 @@ def parse_watts_list(text: str) -> list[int]:
         base = base.strip().removesuffix("W").strip()
         if not base.isdigit() or (times and not times.strip().isdigit()):
             raise ValueError(f"{item.strip()!r} is not a power in watts — write e.g. \"350, 325, 375×2\"")
-        values += [int(base)] * (int(times) if times else 1)
+        if len(base) > 6 or int(base) > MAX_WATTS:
+            raise ValueError(f"{item.strip()!r}: {base} W is more than any GPU draws — at most {MAX_WATTS} W")
+        repeat = int(times) if times else 1
+        if len(times.strip()) > 5 or len(values) + repeat > MAX_GPUS:
+            raise ValueError(f"{item.strip()!r}: the list names more than {MAX_GPUS} GPUs — one value per GPU of the node")
+        values += [int(base)] * repeat
     if not values:
         raise ValueError("an empty list of watts — write e.g. \"350, 325, 375×2\"")
     return values

@@ -18,6 +18,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.discovery import LazyDiscoverer
 from kubernetes.dynamic.exceptions import DynamicApiError
 from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
 from stepgraph.dsl import CheckFailed, Params, Ref, StepContext, then, when
 
@@ -69,9 +70,41 @@ def _resource(ctx: StepContext, api_version: str, kind: str) -> Any:
         raise ClusterError(f"the cluster serves no {kind} in {api_version}: {exc}") from exc
 
 
+class ManifestError(ValueError):
+    """A manifest that is not a stream of Kubernetes objects; the message names file and place."""
+
+
+MAX_MANIFEST_BYTES = 3 * 1024 * 1024  # the API server refuses larger requests anyway
+
+
 def load_manifest(path: Path, namespace: str) -> list[dict[str, Any]]:
-    """The documents of a manifest file; namespaced objects default to the session namespace."""
-    docs = [d for d in YAML(typ="safe").load_all(path.read_text(encoding="utf-8")) if d]
+    """The documents of a manifest file; namespaced objects default to the session namespace.
+
+    Each document must be a mapping with apiVersion, kind and metadata.name; anything else (a
+    list, broken YAML, a binary or non-UTF-8 file, a huge one) is a ManifestError naming where."""
+    try:
+        if path.stat().st_size > MAX_MANIFEST_BYTES:
+            raise ManifestError(f"{path}: larger than {MAX_MANIFEST_BYTES // 1024 // 1024} MiB — not a manifest")
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}) — give a YAML manifest") from None
+    try:
+        loaded = list(YAML(typ="safe").load_all(text))
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ManifestError(f"{where}: YAML syntax: {problem} — fix the manifest") from None
+    docs = []
+    for number, doc in enumerate(loaded, start=1):
+        if doc is None:
+            continue
+        missing = [key for key in ("apiVersion", "kind") if not isinstance(doc, dict) or not isinstance(doc.get(key), str)]
+        name = (doc.get("metadata") or {}).get("name") if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict) else None
+        if not isinstance(doc, dict) or missing or not isinstance(name, str):
+            what = "is not a mapping" if not isinstance(doc, dict) else f"has no {', '.join(missing) or 'metadata.name'}"
+            raise ManifestError(f"{path}: document {number} {what} — every document is one Kubernetes object")
+        docs.append(doc)
     for doc in docs:
         if doc.get("kind") not in ("Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"):
             doc.setdefault("metadata", {}).setdefault("namespace", namespace)
