@@ -1,0 +1,60 @@
+"""After a SIGKILL nothing is cleaned up by the killed run itself: the next run finds the pods
+carrying the dead run's label, removes them (saying so in its last line), and ends with no
+labelled object and every GPU at its default. The live target against `stepgraph twin up`
+(real clock, a world with fast timing), so the cluster outlives the killed run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kubernetes import client, config
+
+from stepgraph.steps._cluster import RUN_LABEL
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = "name: fast\ntiming: {pod_startup_seconds: 0.2, agent_tick_seconds: 1, worker_model_load_seconds: 0.2}\n"
+NAMESPACE = "dynamo-power-test"
+
+
+def _labelled_pods(core: client.CoreV1Api) -> list[client.V1Pod]:
+    return core.list_namespaced_pod(NAMESPACE, label_selector=RUN_LABEL).items
+
+
+def _live_run(env: dict[str, str], scenario: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "pytest", f"scenarios/multi_dgd/{scenario}", "--target", "live", "-q", "-p", "no:cacheprovider"]
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_the_run_after_a_sigkill_removes_what_the_killed_run_left(tmp_path: Path) -> None:
+    (tmp_path / "fast.yaml").write_text(FAST)
+    kubeconfig = tmp_path / "kubeconfig"
+    twin = subprocess.Popen([sys.executable, "-m", "stepgraph.dsl.cli", "twin", "up", "--world", str(tmp_path / "fast.yaml"),
+                             "--kubeconfig", str(kubeconfig)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert twin.stdout is not None and twin.stdout.readline().strip() == str(kubeconfig), twin.stderr
+        core = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "STEPGRAPH_LIVE": "1", "TEST_NODE": "twin-gpu-node"}
+        first = _live_run(env, "conflict.feature")
+        deadline = time.monotonic() + 120
+        while len(_labelled_pods(core)) < 5 and time.monotonic() < deadline and first.poll() is None:
+            time.sleep(0.2)
+        first.send_signal(signal.SIGKILL)
+        first.communicate(timeout=30)
+        dead = {p.metadata.labels[RUN_LABEL] for p in _labelled_pods(core)}
+        assert len(dead) == 1 and len(_labelled_pods(core)) == 5  # the premise: the kill left the topology
+
+        second = _live_run(env, "nvml_caps.feature")
+        out, _ = second.communicate(timeout=300)
+        last = out.strip().splitlines()[-1]
+        assert second.returncode == 0, out[-3000:]
+        assert f"removed what run(s) {dead.pop()} left: Pod/vllm-dgd-a-decode" in last, last
+        assert last.endswith("nothing left behind") and "checked by the run-end check" in last, last  # GPUs read back at default
+        assert _labelled_pods(core) == []
+    finally:
+        twin.send_signal(signal.SIGINT)
+        twin.communicate(timeout=30)
