@@ -45,7 +45,9 @@ class TeardownError(AssertionError):
 
 def world_capabilities(world: World) -> set[str]:
     """What scenarios may use on a twin built from `world`."""
-    caps = {"k8s", "k8s-write", "nvml", "twin", f"variant-{world.variant}", f"agent-{world.agent.generation.lower()}"}
+    caps = {"k8s", "k8s-write", "nvml", "twin", f"variant-{world.variant}", f"agent-{world.agent.generation.lower()}",
+            # only the twin has a fault switch board, counts cap writes, and may be disrupted at will
+            "twin-faults", "cap-write-count", "disruptive", f"actuator-{world.agent.actuator}"}
     if world.agent.install:
         caps.add("agent")
     if world.agent.actuator == "dcgm" and world.hostengine.install:
@@ -106,6 +108,10 @@ def resolve_world(options: Mapping[str, str], env: Mapping[str, str]) -> World:
 
 def _default_api_fault(name: str, value: object) -> bool:
     return name.startswith("api_") and FaultSwitches.model_fields[name].get_default(call_default_factory=True) == value
+
+
+def _daemonset_owned(obj: dict) -> bool:
+    return any(ref.get("kind") == "DaemonSet" for ref in obj["metadata"].get("ownerReferences") or [])
 
 
 class TwinTarget:
@@ -185,7 +191,9 @@ class TwinTarget:
                 items = self.twin.store.list(resource, self.world.namespace)
             except Exception:
                 items = []
-            found[resource] = {obj["metadata"]["name"] for obj in items}
+            # A DaemonSet's pods come and go with it (a restarted agent or hostengine is a new pod
+            # under a new name); the DaemonSet itself is what the run must not leave behind.
+            found[resource] = {obj["metadata"]["name"] for obj in items if not _daemonset_owned(obj)}
         return found
 
     def leftovers(self) -> list[str]:

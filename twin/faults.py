@@ -113,6 +113,22 @@ class FaultSwitches(BaseModel):
     agent_never_counts: bool = Field(
         False, description="Bug: the agent never increments its conflict / safe-default / clamp counters."
     )
+    agent_counts_processes: bool = Field(
+        False, description="Bug: the agent counts compute processes instead of pods, so a TP worker's "
+        "helper PIDs on one GPU look like several agreeing pods (multi_pod_gpu_total{agree} grows).",
+    )
+    agent_never_reconnects: bool = Field(
+        False, description="Bug: a lost DCGM connection is not rebuilt; the write fails (apply_failures_total).",
+    )
+    agent_skips_orphan_recovery: bool = Field(
+        False, description="Bug: a starting agent never restores the idle GPUs a previous agent capped.",
+    )
+    agent_writes_twice: bool = Field(
+        False, description="Bug: every cap is written twice per tick (two writes per busy GPU per tick).",
+    )
+    planner_projects_every_dgd: bool = Field(
+        False, description="Bug: a planner's projected power adds the other DGDs' workers (annotation × GPUs).",
+    )
     planner_patches_foreign_pod: bool = Field(
         False, description="Bug: each planner also patches one worker pod of another DGD (cross-DGD contamination)."
     )

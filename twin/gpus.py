@@ -170,3 +170,24 @@ class GpuBoard:
     def caps_w(self) -> dict[int, int]:
         """{NVML index: current limit in W} — what a readback probe prints."""
         return {gpu.index: gpu.limit_w for gpu in self.gpus}
+
+
+def aiohttp_routes(boards: list[GpuBoard], prefix: str = "/twin/v1/gpus") -> list:
+    """The route the API server mounts: GET [?node=NAME] → each node's GPUs as the driver holds
+    them, with the number of limit writes each has received (read-only; what a test counts cap
+    writes from — no live node exposes such a count). An unknown node is a 404."""
+    from aiohttp import web
+
+    def gpus(board: GpuBoard) -> list[dict]:
+        return [{"index": g.index, "uuid": g.uuid, "limit_mw": g.limit_mw, "default_mw": g.default_mw, "writes": g.writes}
+                for g in board.gpus]
+
+    async def get(request: web.Request) -> web.Response:
+        wanted = request.query.get("node")
+        found = {b.node_name: gpus(b) for b in boards if wanted is None or b.node_name == wanted}
+        if not found:
+            return web.json_response({"error": f"no node {wanted!r} — known: {', '.join(b.node_name for b in boards)}"},
+                                     status=404)
+        return web.json_response({"nodes": found})
+
+    return [web.get(prefix, get)]

@@ -166,10 +166,24 @@ class Planner:
             if self.generation == "dgd-owned":
                 limit = _int_or_none((svc.get("annotations") or {}).get(ANNOTATION))
             projected += int(svc.get("replicas", 1)) * (limit or 0) * gpu_count(svc)
+        if self.faults.planner_projects_every_dgd:
+            projected += self._other_dgds_power()
         budget = self.config.total_gpu_power_limit or 0
         self.budget.set(budget)
         self.projected.set(projected)
         self.utilization.set(projected / budget if budget else 0.0)
+
+    def _other_dgds_power(self) -> int:
+        """The `planner_projects_every_dgd` bug: every other DGD's worker annotation × its GPUs."""
+        total = 0
+        for pod in self.store.list("pods", self.namespace, label_selector=f"{COMPONENT_TYPE_LABEL}=worker"):
+            meta = pod["metadata"]
+            if (meta.get("labels") or {}).get(DGD_LABEL) == self.dgd:
+                continue
+            limits = [(c.get("resources") or {}).get("limits") or {} for c in pod["spec"].get("containers") or []]
+            gpus = sum(int(lim.get("nvidia.com/gpu", 0)) for lim in limits)
+            total += (_int_or_none((meta.get("annotations") or {}).get(ANNOTATION)) or 0) * gpus
+        return total
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

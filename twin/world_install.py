@@ -10,7 +10,8 @@ delay and the node-owned switches) and installs `WorldInstaller` as the twin's s
 installer builds each node's GPU board over that node's host table and GPU inventory, with the
 node's view of the fault switches (its own settings over the world's), registers the GPU
 workloads (each finds its node's devices and switches by the pod's node), mirrors the node-owned
-switches (CDI, GPU assignment) onto each node at every flip, mounts `/twin/v1/faults`, and
+switches (CDI, GPU assignment) onto each node at every flip, mounts `/twin/v1/faults` and the
+read-only `/twin/v1/gpus`, and
 creates the world's namespace, agent and hostengine DaemonSets (one pod per matching node), the
 DGD CRD, the operator and the DGDs — all through the in-process store.
 """
@@ -25,6 +26,7 @@ from .devices import DeviceDirectory, NodeDevices
 from .faults import Faults, NodeFaults, aiohttp_routes, api_fault_middleware
 from .gpu_workloads import register_gpu_workloads
 from .gpus import GpuBoard, load_sku
+from .gpus import aiohttp_routes as gpu_routes
 from .node import DEFAULT_LABELS, Node, NodeConfig
 from .operator import Operator
 from .planners import DGD_RESOURCE
@@ -83,10 +85,12 @@ class WorldInstaller:
         world = self.world
         faults = Faults(world.faults.model_copy())
         directory = DeviceDirectory()
+        boards: list[GpuBoard] = []
         for spec, node in zip(world.nodes, twin.nodes, strict=True):
             overrides = spec.faults.overrides()
             node_faults = NodeFaults(faults, overrides) if overrides else faults
             board = GpuBoard.build(node.name, spec.sku, list(node.inventory.uuids), node.host)
+            boards.append(board)
             directory.add(NodeDevices(board, node_faults, dcgm_order=spec.dcgm_order))
             node_faults.subscribe(lambda switches, node=node: _mirror_node_switches(node, switches))
             _mirror_node_switches(node, node_faults.as_dict())
@@ -94,6 +98,7 @@ class WorldInstaller:
                                world.operator.planner_generation, agent_tick_seconds=world.timing.agent_tick_seconds,
                                worker_model_load_seconds=world.timing.worker_model_load_seconds)
         twin.server.extra_routes.extend(aiohttp_routes(faults))
+        twin.server.extra_routes.extend(gpu_routes(boards))
         twin.server.extra_middlewares.append(api_fault_middleware(faults, twin.rng("api-faults")))
 
         store = twin.store

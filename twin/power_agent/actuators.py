@@ -120,9 +120,11 @@ class DcgmActuator(_Base):
 
     name = "dcgm"
 
-    def __init__(self, connect: Callable[[], DcgmConnection], enforce: bool, *args, **kwargs) -> None:
+    def __init__(self, connect: Callable[[], DcgmConnection], enforce: bool, *args,
+                 reconnect_disabled: Callable[[], bool] = lambda: False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._connect = connect
+        self._reconnect_disabled = reconnect_disabled  # the `agent_never_reconnects` bug
         self.enforce = enforce
         self.conn = connect()  # fails loudly if the hostengine is unreachable: no NVML fallback
         self.gpu_ids = sorted(self.conn.get_all_gpu_ids())
@@ -148,7 +150,7 @@ class DcgmActuator(_Base):
         try:
             return fn()
         except DcgmError as exc:
-            if exc.value != DCGM_ST_CONNECTION_NOT_VALID:
+            if exc.value != DCGM_ST_CONNECTION_NOT_VALID or self._reconnect_disabled():
                 raise
             self.log("WARNING", "DCGM connection lost; reconnecting and retrying once")
             self._groups.clear()

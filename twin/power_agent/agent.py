@@ -74,7 +74,7 @@ class PowerAgent:
         for warning in self.state.warnings:
             self.log("WARNING", warning)
         restored = 0
-        for i in range(self.actuator.device_count()):
+        for i in range(0 if self.faults.agent_skips_orphan_recovery else self.actuator.device_count()):
             uuid = self.actuator.uuid(i)
             if uuid not in self.state.uuids or self.actuator.list_running_pids(i):
                 continue
@@ -118,7 +118,7 @@ class PowerAgent:
                 uid = pod_uid_from_cgroup(self._read_cgroup(pid))
             except (ProcessLookupError, OSError):
                 continue  # the process ended between the NVML read and ours
-            if uid is not None and uid not in uids:
+            if uid is not None and (uid not in uids or self.faults.agent_counts_processes):
                 uids.append(uid)  # UID dedup: TP-rank helper PIDs are one pod (B3)
         return pids, uids
 
@@ -134,6 +134,8 @@ class PowerAgent:
         decision = self._decide(i, entries)
         target = (i + 1) % self.actuator.device_count() if self.faults.agent_writes_wrong_gpu else i
         self.writes.append((target, self.actuator.apply_cap(target, decision.watts)))
+        if self.faults.agent_writes_twice:
+            self.actuator.apply_cap(target, decision.watts)
 
     def _decide(self, i: int, entries: list[tuple[str, str | None]]) -> Decision:
         if self.faults.agent_ignores_conflicts and len(entries) > 1:

@@ -118,7 +118,8 @@ def build_agent(
             if engine is None or not hostengine_reachable(cli.dcgm_host, store, namespace):
                 raise DcgmError(-21, f"unable to connect to hostengine at {cli.dcgm_host}:{cli.dcgm_port}")
             return engine.connect()
-        actuator: NvmlActuator | DcgmActuator = DcgmActuator(connect, cli.dcgm_enforce, nvml, metrics, state, log)
+        actuator: NvmlActuator | DcgmActuator = DcgmActuator(connect, cli.dcgm_enforce, nvml, metrics, state, log,
+                                                                  reconnect_disabled=lambda: faults.agent_never_reconnects)
     else:
         actuator = NvmlActuator(nvml, metrics, state, log)
     config = AgentConfig(cli.safe_default_watts, cli.node_name or devices.node_name, cli.namespace, generation, cli.actuator)
