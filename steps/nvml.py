@@ -18,6 +18,7 @@ from . import probes
 from ._caps import require_caps_multiset
 from ._cluster import Cluster, cluster, run_locally
 from ._parsers import parse_index_lists, parse_kv_lines, watts_list
+from .k8s import worker_of
 
 WattsList = Annotated[str, AfterValidator(watts_list)]
 
@@ -157,3 +158,46 @@ def all_at_default(ctx: StepContext, params: NoParams) -> None:
 
 def _limits(c: Cluster) -> dict[int, str]:
     return {int(k): v for k, v in parse_kv_lines(c.probe("nvml_limits")).items()}
+
+
+class PodProcessesParams(Params):
+    role: str
+    dgd: str
+    count: int
+
+
+def pod_pids_per_gpu(c: Cluster, pod_uid: str) -> dict[int, list[int]]:
+    """{GPU: the compute PIDs on it that belong to this pod}, attributed as the agent does: each
+    PID's `/proc/<pid>/cgroup` (read in the agent pod, which shares the host's PID namespace) names
+    the pod's UID (`pod<uid>` with `-`, or `_` under the systemd driver)."""
+    wanted = pod_uid.replace("-", "_")
+    mine: dict[int, list[int]] = {}
+    for gpu, pids in sorted(c.nvml_pids().items()):
+        for pid in pids:
+            result = c.exec(c.agent_pod(), ["cat", f"/proc/{pid}/cgroup"])
+            if result.exit_code == 0 and wanted in result.stdout.replace("-", "_"):
+                mine.setdefault(gpu, []).append(pid)
+    return mine
+
+
+@then(
+    "nvml.pod_processes",
+    "the {role:word} worker of {dgd} has at least {count:int} compute processes on one GPU",
+    key="pod_processes",
+    needs=("nvml", "agent"),
+)
+def pod_processes(ctx: StepContext, params: PodProcessesParams) -> None:
+    """B3's precondition: one pod holds several compute processes on one GPU (a TP rank's main
+    process and its helper), and its processes are on exactly the GPUs it claims — so a correct
+    agent must count it once per GPU, not once per process."""
+    c = cluster(ctx)
+    pod = c.pod(worker_of(c, params.dgd, params.role))
+    claimed = sum(int(((ctr.resources.limits if ctr.resources else None) or {}).get("nvidia.com/gpu", 0))
+                  for ctr in pod.spec.containers)
+    mine = pod_pids_per_gpu(c, str(pod.metadata.uid))
+    if len(mine) != claimed or max((len(pids) for pids in mine.values()), default=0) < params.count:
+        raise CheckFailed(
+            f"compute processes of pod {pod.metadata.name} per GPU",
+            expected=f"its {claimed} GPU(s), one of them with ≥ {params.count} of its processes",
+            observed=mine or "no process of the pod on any GPU",
+        )

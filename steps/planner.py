@@ -8,12 +8,14 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
+from kubernetes import client
 from pydantic import AfterValidator
 
-from stepgraph.dsl import CheckFailed, NoParams, Params, StepContext, then
+from stepgraph.dsl import CheckFailed, NoParams, Params, StepContext, then, when
 
 from ._clients import translated
 from ._cluster import DGD_LABEL, PLANNER_SELECTOR, POWER_ANNOTATION, ROLE_LABEL, WORKER_SELECTOR, Cluster, cluster
+from ._parsers import Sample, metric_sum, parse_metrics
 
 PATCH_LINE = re.compile(r"Annotated pod (\S+) with dynamo\.nvidia\.com/gpu-power-limit=(\d+)")
 LOG_TAIL_LINES = 5000  # as the seed's T3
@@ -162,3 +164,118 @@ def only_worker(ctx: StepContext, params: OnlyWorkerParams) -> None:
             expected=f"one {params.role} worker annotated {params.watts}",
             observed=observed or "none",
         )
+
+
+# -- a planner's failure and its own metrics -------------------------------------------------------
+
+PLANNER_METRICS_PORT = 9085
+PROJECTED = "dynamo_planner_power_projected_watts"
+BUDGET = "dynamo_planner_power_budget_total_watts"
+CRASH_DEADLINE_S = 120.0
+
+
+def planner_of(c: Cluster, dgd: str) -> client.V1Pod:
+    """The one planner pod of a DGD."""
+    pods = [p for p in c.pods(PLANNER_SELECTOR, on_node=False)
+            if (p.metadata.labels or {}).get(DGD_LABEL) == dgd and not p.metadata.deletion_timestamp]
+    if len(pods) != 1:
+        raise CheckFailed(f"the planner pod of {dgd}", expected="exactly one", observed=[p.metadata.name for p in pods] or "none")
+    return pods[0]
+
+
+def planner_metrics(c: Cluster, dgd: str) -> list[Sample]:
+    """A planner's Prometheus page, through the API server's pod proxy (each planner serves its own)."""
+    pod = planner_of(c, dgd).metadata.name
+    with translated(f"proxy to {c.namespace}/{pod}:{PLANNER_METRICS_PORT}/metrics"):
+        text = c.core.connect_get_namespaced_pod_proxy_with_path(f"{pod}:{PLANNER_METRICS_PORT}", c.namespace, "metrics")
+    return parse_metrics(text)
+
+
+class PlannerParams(Params):
+    dgd: str
+
+
+def _planner_gone(c: Cluster, dgd: str, uid: str) -> None:
+    left = [p.metadata.name for p in c.pods(PLANNER_SELECTOR, on_node=False) if p.metadata.uid == uid]
+    if left:
+        raise CheckFailed(f"the crashed planner pod of {dgd} gone", expected="gone", observed=left)
+
+
+def _planner_back(ctx: StepContext, params: PlannerParams, uid: str) -> None:
+    """Compensation: leave the DGD with a running planner again (its operator re-creates the pod)."""
+    c = cluster(ctx)
+
+    def running() -> None:
+        pod = planner_of(c, params.dgd)
+        if pod.metadata.uid == uid or not pod.status or pod.status.phase != "Running":
+            raise CheckFailed(f"a new planner of {params.dgd} running", expected="Running", observed=pod.metadata.name)
+
+    ctx.eventually(running, CRASH_DEADLINE_S, description=f"a planner of {params.dgd} running")
+
+
+@when(
+    "planner.crash",
+    "the planner of {dgd} crashes",
+    key="planner_crash",
+    needs=("planner", "k8s-write"),
+    effects=("deletes-objects",),
+    compensation=_planner_back,
+)
+def crash(ctx: StepContext, params: PlannerParams) -> str:
+    """E1: kill a DGD's planner pod at once (no grace period) and wait until it is gone; its DGD's
+    workers keep the annotations it wrote. The DGD's operator starts a new planner."""
+    c = cluster(ctx)
+    pod = planner_of(c, params.dgd)
+    with translated(f"delete pod {pod.metadata.name}"):
+        c.core.delete_namespaced_pod(pod.metadata.name, c.namespace, grace_period_seconds=0)
+    ctx.eventually(lambda: _planner_gone(c, params.dgd, str(pod.metadata.uid)), CRASH_DEADLINE_S,
+                   description=f"the planner pod of {params.dgd} gone")
+    return str(pod.metadata.uid)
+
+
+class ProjectionParams(Params):
+    dgd: str
+    projected: int
+    budget: int
+
+
+@then(
+    "planner.projects",
+    "the planner of {dgd} projects {projected:int} W against a budget of {budget:int} W",
+    key="planner_projects",
+    needs=("planner",),
+)
+def projects(ctx: StepContext, params: ProjectionParams) -> None:
+    """D2: a planner's own `power_projected_watts` and `power_budget_total_watts` gauges."""
+    samples = planner_metrics(cluster(ctx), params.dgd)
+    observed = {"projected": metric_sum(samples, PROJECTED, {}), "budget": metric_sum(samples, BUDGET, {})}
+    if observed != {"projected": params.projected, "budget": params.budget}:
+        raise CheckFailed(f"power gauges of the planner of {params.dgd}",
+                          expected={"projected": params.projected, "budget": params.budget},
+                          observed={k: f"{v:g}" for k, v in observed.items()})
+
+
+def _gpus_of(pod: client.V1Pod) -> int:
+    return sum(int(((ctr.resources.limits if ctr.resources else None) or {}).get("nvidia.com/gpu", 0))
+               for ctr in pod.spec.containers)
+
+
+@then(
+    "planner.projects_own_dgd",
+    "every planner projects its own DGD's power: its workers' limits × their GPUs",
+    key="planner_projects_own_dgd",
+    needs=("planner",),
+)
+def projects_own_dgd(ctx: StepContext, params: NoParams) -> None:
+    """D2: each planner's projected power equals Σ over its own DGD's worker pods of the pod's
+    power-limit annotation × the GPUs it claims — computed from the pods, read from each planner."""
+    c = cluster(ctx)
+    want: dict[str, int] = {}
+    for pod in c.pods(WORKER_SELECTOR):
+        dgd = (pod.metadata.labels or {}).get(DGD_LABEL, "?")
+        watts = (pod.metadata.annotations or {}).get(POWER_ANNOTATION)
+        want[dgd] = want.get(dgd, 0) + (int(watts) if watts and watts.isdigit() else 0) * _gpus_of(pod)
+    seen = {dgd: metric_sum(planner_metrics(c, dgd), PROJECTED, {}) for dgd in sorted(want)}
+    if not want or any(seen[d] != w for d, w in want.items()):
+        raise CheckFailed("each planner's projected power (W) against its own DGD's workers",
+                          expected=dict(sorted(want.items())) or "worker pods", observed={d: f"{v:g}" for d, v in seen.items()})

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from kubernetes import client
 from pydantic import AfterValidator
 
 from stepgraph.dsl import CheckFailed, NoParams, Params, Ref, StepContext, given, then, when
 
 from ._caps import require_caps_multiset
-from ._cluster import POWER_ANNOTATION, cluster
-from ._parsers import Sample, metric_by_label, metric_sum, watts_list
+from ._clients import translated
+from ._cluster import AGENT_SELECTOR, POWER_ANNOTATION, Cluster, cluster
+from ._parsers import Sample, metric_by_label, metric_sum, parse_kv_lines, watts_list
+from ._probe_pod import run_in_probe_pod
 from .k8s import ObjectRef, apply_documents, delete_created, load_manifest
 
 PREFIX = "dynamo_power_agent_"
@@ -172,3 +175,144 @@ def counter_is(ctx: StepContext, params: CounterIsParams) -> None:
     now = metric_sum(cluster(ctx).metrics(), name, labels)
     if now != params.value:
         raise CheckFailed(f"counter {params.metric}", expected=f"{params.value:g}", observed=f"{now:g}")
+
+
+# -- the agent's life: stop, start again, restart, crash --------------------------------------------
+
+PAUSE_LABEL = "stepgraph.io/agent-paused"  # a nodeSelector key no node carries: the DaemonSet places no pod
+LIFECYCLE_DEADLINE_S = 180.0
+
+
+def agent_daemonset(c: Cluster) -> client.V1DaemonSet:
+    """The DaemonSet whose pods are the Power Agent (matched on the pod template's labels)."""
+    key, _, value = AGENT_SELECTOR.partition("=")
+    with translated(f"list daemonsets in {c.namespace}"):
+        found = [ds for ds in client.AppsV1Api(c.api).list_namespaced_daemon_set(c.namespace).items
+                 if ((ds.spec.template.metadata.labels or {}).get(key) == value)]
+    if len(found) != 1:
+        raise CheckFailed("the Power Agent's DaemonSet", expected="exactly one", observed=[d.metadata.name for d in found] or "none")
+    return found[0]
+
+
+def _pause(c: Cluster, paused: bool) -> None:
+    ds = agent_daemonset(c)
+    patch = {"spec": {"template": {"spec": {"nodeSelector": {PAUSE_LABEL: "true" if paused else None}}}}}
+    with translated(f"patch daemonset {ds.metadata.name}"):
+        client.AppsV1Api(c.api).patch_namespaced_daemon_set(ds.metadata.name, c.namespace, patch)
+
+
+def _agent_pods(c: Cluster) -> list[client.V1Pod]:
+    return [p for p in c.pods(AGENT_SELECTOR) if not p.metadata.deletion_timestamp]
+
+
+def _no_agent(c: Cluster) -> None:
+    left = [p.metadata.name for p in c.pods(AGENT_SELECTOR)]
+    if left:
+        raise CheckFailed("no Power Agent pod on the test node", expected="none", observed=left)
+
+
+def _new_agent_running(c: Cluster, not_uid: str | None) -> client.V1Pod:
+    running = [p for p in _agent_pods(c) if p.status and p.status.phase == "Running" and p.metadata.uid != not_uid]
+    if len(running) != 1 or len(_agent_pods(c)) != 1:
+        raise CheckFailed("one new Power Agent pod running", expected=f"1 running pod other than {not_uid}",
+                          observed={p.metadata.name: p.status.phase if p.status else None for p in c.pods(AGENT_SELECTOR)}
+                          or "none")
+    return running[0]
+
+
+def _await_agent(ctx: StepContext, not_uid: str | None = None) -> None:
+    c = cluster(ctx)
+    ctx.eventually(lambda: _new_agent_running(c, not_uid), LIFECYCLE_DEADLINE_S, description="the Power Agent running")
+    c.find_agent()
+
+
+def _unpause(ctx: StepContext, params: Params, result: object) -> None:
+    """Compensation of `stopped`: the DaemonSet places its pod again and the agent runs (idempotent)."""
+    c = cluster(ctx)
+    if PAUSE_LABEL in (agent_daemonset(c).spec.template.spec.node_selector or {}):
+        _pause(c, False)
+    _await_agent(ctx)
+
+
+@when(
+    "agent.stop",
+    "the Power Agent is stopped",
+    key="agent_stop",
+    needs=("k8s", "k8s-write", "agent"),
+    effects=("modifies-objects", "deletes-objects"),
+    compensation=_unpause,
+)
+def stop(ctx: StepContext, params: NoParams) -> None:
+    """Uninstall the agent from the node as an operator would: its DaemonSet is given a node selector
+    no node matches, so the pod is deleted gracefully (SIGTERM: the agent restores the GPUs it
+    manages, C2) and not replaced. The compensation (or `started again`) takes the selector off."""
+    c = cluster(ctx)
+    _pause(c, True)
+    ctx.eventually(lambda: _no_agent(c), LIFECYCLE_DEADLINE_S, description="the Power Agent pod gone")
+
+
+@when(
+    "agent.start",
+    "the Power Agent is started again",
+    key="agent_start",
+    needs=("k8s", "k8s-write", "agent"),
+    effects=("modifies-objects",),
+    compensation=_unpause,
+)
+def start(ctx: StepContext, params: NoParams) -> None:
+    """Reinstall a stopped agent: its DaemonSet places a new pod, which recovers orphans and reconciles."""
+    _unpause(ctx, params, None)
+
+
+def _restart_kind(text: str) -> str:
+    if text not in ("crashes", "restarts"):
+        raise ValueError(f"{text!r}: write `crashes` (killed, no shutdown) or `restarts` (SIGTERM, then a new pod)")
+    return text
+
+
+class RestartParams(Params):
+    how: Annotated[str, AfterValidator(_restart_kind)]
+
+
+def _agent_back(ctx: StepContext, params: Params, old_uid: str) -> None:
+    _await_agent(ctx, None)
+
+
+@when(
+    "agent.restart",
+    "the Power Agent {how:word} and its DaemonSet starts a new one",
+    key="agent_restart",
+    needs=("k8s", "k8s-write", "agent"),
+    effects=("deletes-objects",),
+    compensation=_agent_back,
+)
+def restart(ctx: StepContext, params: RestartParams) -> str:
+    """Delete the agent pod — `crashes`: killed at once (no grace period, so no SIGTERM restore: the
+    new agent's orphan recovery is what cleans up, C3); `restarts`: gracefully — and wait until the
+    DaemonSet's replacement pod runs."""
+    c = cluster(ctx)
+    old = c.find_agent()
+    grace = {"grace_period_seconds": 0} if params.how == "crashes" else {}
+    with translated(f"delete pod {old.metadata.name}"):
+        c.core.delete_namespaced_pod(old.metadata.name, c.namespace, **grace)
+    _await_agent(ctx, str(old.metadata.uid))
+    return str(old.metadata.uid)
+
+
+@then(
+    "agent.stopped_all_default",
+    "with no Power Agent running, every GPU reads back at its default NVML power limit",
+    key="agentless_at_default",
+    needs=("nvml", "k8s-write"),
+)
+def stopped_all_default(ctx: StepContext, params: NoParams) -> None:
+    """C2: read NVML from a one-off probe pod in the agent's image (there is no agent pod to exec
+    into) and compare every GPU's limit with its default."""
+    c = cluster(ctx)
+    _no_agent(c)
+    image = agent_daemonset(c).spec.template.spec.containers[0].image
+    rows = parse_kv_lines(run_in_probe_pod(ctx, c, "nvml_at_default", image))
+    off = {int(i): v for i, v in rows.items() if len(set(v.split(","))) != 1}
+    if not rows or off:
+        raise CheckFailed("every GPU at its default NVML limit (W: limit,default)", expected="limit == default on every GPU",
+                          observed={int(i): v for i, v in sorted(rows.items(), key=lambda kv: int(kv[0]))} or "no reading")

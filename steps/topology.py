@@ -10,9 +10,14 @@ left behind (its objects carry that run's label) is not a prepared node: it is r
 
 from __future__ import annotations
 
-from stepgraph.dsl import CheckFailed, NoParams, StepContext, given
+from typing import Any
 
-from ._cluster import PLANNER_SELECTOR, WORKER_SELECTOR, cluster
+from kubernetes import client
+
+from stepgraph.dsl import CheckFailed, NoParams, Params, StepContext, given, when
+
+from ._clients import translated
+from ._cluster import DGD_LABEL, PLANNER_SELECTOR, WORKER_SELECTOR, cluster
 from .k8s import OWNS_GPU_CAPS, ObjectRef, apply_documents, delete_objects, load_manifest, sweep_leftovers
 from .nvml import restore_defaults
 
@@ -104,3 +109,84 @@ def running(ctx: StepContext, params: NoParams) -> list[ObjectRef]:
     if path_of(ctx) == "a":
         _running(ctx, PLANNER_SELECTOR, PLANNERS, "planner pods", on_node=False)
     return refs
+
+
+# -- one DGD's workers go away (and come back at the end) ---------------------------------------------
+
+DGD_API = ("nvidia.com", "v1alpha1", "dynamographdeployments")
+
+
+class DgdParams(Params):
+    dgd: str
+
+
+def _workers_of(ctx: StepContext, dgd: str) -> list[client.V1Pod]:
+    return [p for p in cluster(ctx).pods(WORKER_SELECTOR, on_node=False) if (p.metadata.labels or {}).get(DGD_LABEL) == dgd]
+
+
+def _workers_gone(ctx: StepContext, dgd: str) -> None:
+    left = [p.metadata.name for p in _workers_of(ctx, dgd)]
+    if left:
+        raise CheckFailed(f"the worker pods of {dgd} gone", expected="none", observed=left)
+
+
+def _bring_back(ctx: StepContext, params: DgdParams, saved: dict[str, Any]) -> None:
+    """Compensation: the DGD's workers run again as before (Path A: the DGD object re-created, its
+    operator renders workers and planner; Path B: the stub pods re-created under their names)."""
+    c = cluster(ctx)
+    if saved["dgd"] is not None:
+        with translated(f"re-create DGD {params.dgd}"):
+            c.custom.create_namespaced_custom_object(*DGD_API[:2], c.namespace, DGD_API[2], saved["dgd"])
+    for body in saved["pods"]:
+        with translated(f"re-create pod {body['metadata']['name']}"):
+            c.core.create_namespaced_pod(c.namespace, body)
+
+    def running() -> None:
+        pods = _workers_of(ctx, params.dgd)
+        if len(pods) != saved["count"] or any(not p.status or p.status.phase != "Running" for p in pods):
+            raise CheckFailed(f"the worker pods of {params.dgd} running again", expected=f"{saved['count']} running",
+                              observed={p.metadata.name: p.status.phase if p.status else None for p in pods} or "none")
+
+    ctx.eventually(running, STARTUP_DEADLINE_S, interval=5.0, description=f"the workers of {params.dgd} back")
+
+
+def _bare_copy(pod: client.V1Pod, api: client.ApiClient) -> dict[str, Any]:
+    body = api.sanitize_for_serialization(pod)
+    meta = {k: body["metadata"][k] for k in ("name", "namespace", "labels", "annotations") if k in body["metadata"]}
+    spec = {k: v for k, v in body["spec"].items() if k != "nodeName"}  # placed afresh, as a new pod would be
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+@when(
+    "topology.delete_dgd_workers",
+    "the worker pods of {dgd} are deleted",
+    key="delete_dgd_workers",
+    needs=("k8s", "k8s-write"),
+    effects=("deletes-objects",),
+    compensation=_bring_back,
+)
+def delete_dgd_workers(ctx: StepContext, params: DgdParams) -> dict[str, Any]:
+    """Take one DGD's workers off the node and wait until they are gone: on Path A by deleting the
+    DGD (its operator would re-create deleted pods of a live DGD), on Path B by deleting its stub
+    pods. Their GPUs go idle; what the agent does with idle GPUs is what C3 checks."""
+    c = cluster(ctx)
+    pods = _workers_of(ctx, params.dgd)
+    if not pods:
+        raise CheckFailed(f"worker pods of {params.dgd}", expected="at least one", observed="none")
+    saved: dict[str, Any] = {"dgd": None, "pods": [], "count": len(pods)}
+    if path_of(ctx) == "a":
+        with translated(f"read DGD {params.dgd}"):
+            dgd = c.custom.get_namespaced_custom_object(*DGD_API[:2], c.namespace, DGD_API[2], params.dgd)
+        saved["dgd"] = {k: v for k, v in dgd.items() if k != "status"}
+        saved["dgd"]["metadata"] = {k: dgd["metadata"][k] for k in ("name", "namespace", "labels", "annotations")
+                                    if k in dgd["metadata"]}
+        with translated(f"delete DGD {params.dgd}"):
+            c.custom.delete_namespaced_custom_object(*DGD_API[:2], c.namespace, DGD_API[2], params.dgd)
+    else:
+        saved["pods"] = [_bare_copy(p, c.api) for p in pods]
+        for pod in pods:
+            with translated(f"delete pod {pod.metadata.name}"):
+                c.core.delete_namespaced_pod(pod.metadata.name, c.namespace)
+    ctx.eventually(lambda: _workers_gone(ctx, params.dgd), STARTUP_DEADLINE_S, interval=5.0,
+                   description=f"the workers of {params.dgd} gone")
+    return saved

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from importlib.resources import files
 
-PROBES = ("nvml_caps", "nvml_pids", "nvml_uuids", "nvml_limits", "metrics", "restore_defaults")
-NVML_PROBES = frozenset({"nvml_caps", "nvml_pids", "nvml_uuids", "nvml_limits", "restore_defaults"})
+PROBES = ("nvml_caps", "nvml_pids", "nvml_uuids", "nvml_limits", "nvml_at_default", "metrics", "restore_defaults")
+NVML_PROBES = frozenset({"nvml_caps", "nvml_pids", "nvml_uuids", "nvml_limits", "nvml_at_default", "restore_defaults"})
 
 
 def source(name: str) -> str:
