@@ -43,7 +43,7 @@ def test_catalog_counter_checks_read_a_baseline_taken_in_the_same_scenario() -> 
                     topology = max(j for j, c in enumerate(calls) if c.step_id == "topology.running")
                     assert calls.index(producers[0]) > topology, "baseline after the topology is up"
                     checked += 1
-    assert checked == 8  # B5 (2), B4-D3 (5), B8 (1): every counter check of the catalog
+    assert checked == 18  # B5 (2), B4-D3 (5), B8 (1), B1, B3, B7, E1, E3 (2 each): every counter check of the catalog
 
 
 ABSOLUTE = """\

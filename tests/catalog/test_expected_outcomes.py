@@ -5,17 +5,19 @@ from __future__ import annotations
 import pytest
 from catalog_runs import WORLD_ARGS, CatalogRun, world_runs
 
-PATH_A_ONLY = {"A3", "A2-strict", "A4"}
-PATH_B_ONLY = {"C1", "E2"}
-DCGM_ONLY = {"DCGM-CURRENT", "B8"}
-EVERY = {"A1-A2", "A3", "A2-strict", "B2", "B4-D3", "NVML-CAPS", "B5", "DCGM-CURRENT", "B8", "C1", "E2", "A4"}
+PATH_A_ONLY = {"A3", "A2-strict", "A4", "B3", "D2", "E1"}
+PATH_B_ONLY = {"C1", "E2", "B7"}
+DCGM_ONLY = {"DCGM-CURRENT", "B8", "B7", "E3"}
+NVML_ACTUATOR_ONLY = {"C3-a", "C4"}  # they count cap writes: one per cap through NVML, two through DCGM
+EVERY = {"A1-A2", "A3", "A2-strict", "B2", "B4-D3", "NVML-CAPS", "B5", "DCGM-CURRENT", "B8", "C1", "E2", "A4",
+         "B1", "B3", "B7", "C2", "C3-a", "C3-b", "C3-c", "C4", "D2", "E1", "E3"}
 
 # world → (scenarios skipped, (passed, skipped)) — the table in scenarios/multi_dgd/README.md
 WORLDS = {
-    "path-b-nvml": (PATH_A_ONLY | DCGM_ONLY, (7, 5)),
-    "path-b-dcgm": (PATH_A_ONLY, (9, 3)),
-    "path-a-nvml": (PATH_B_ONLY | DCGM_ONLY, (8, 4)),
-    "path-a-dcgm": (PATH_B_ONLY, (10, 2)),
+    "path-b-nvml": (PATH_A_ONLY | DCGM_ONLY, (13, 10)),
+    "path-b-dcgm": (PATH_A_ONLY | NVML_ACTUATOR_ONLY, (15, 8)),
+    "path-a-nvml": (PATH_B_ONLY | DCGM_ONLY, (17, 6)),
+    "path-a-dcgm": (PATH_B_ONLY | NVML_ACTUATOR_ONLY, (18, 5)),
 }
 
 

@@ -60,12 +60,51 @@ BREAKING: dict[tuple[str, ...], tuple[tuple[str, ...], dict[str, tuple[str, ...]
         ("dcgm_current.yaml",),
         {"DCGM-CURRENT": ("is not dcgmi JSON", "\"{'body':")},
     ),
+    ("path-b", "{rbac_namespace_restricted: true}"): (
+        ("agent_sees_every_pod.feature",),
+        {"B1": ("applied_limit_watts", "expected: [300, 300, 325", "observed: {}")},
+    ),
+    ("path-a", "{agent_counts_processes: true}"): (
+        ("tp_helper_processes.yaml",),
+        {"B3": ("multi_pod_gpu_total{disposition=agree} since c0", "expected: unchanged at", "observed:")},
+    ),
+    ("path-b-dcgm", "{agent_never_reconnects: true}"): (
+        ("dcgm_reconnect.feature", "hostengine_restart.feature"),
+        {"B7": ("expected: [310, 310, 325, 325, 325, 350, 375, 375]", "observed:", ": 300"),
+         "E3": ("expected:", "observed:")},
+    ),
+    ("path-b", "{agent_never_restores: true}"): (
+        ("agent_stop.feature",),
+        {"C2": ("every GPU at its default NVML limit", "expected: limit == default on every GPU", "observed:")},
+    ),
+    ("path-b", "{agent_skips_orphan_recovery: true}"): (
+        ("agent_restart.feature",),
+        {"C3-b": ("expected: [300, 300, 325, 350, 400, 400, 400, 400]", "observed:", ": 375"),
+         "C3-c": ("expected: [400, 400, 400, 400, 400, 400, 400, 400]", "observed:", ": 375")},
+    ),
+    ("path-b", "{agent_writes_twice: true}"): (
+        ("agent_restart.feature", "steady_state_writes.yaml"),
+        {"C3-a": ("cap writes per GPU since w0", "expected: 1 on each of 8 GPUs (8 in all)", "observed: {0: 2"),
+         "C4": ("cap writes per GPU since w0", "expected: 5 on each of 8 GPUs (40 in all)", "observed: {0: 10")},
+    ),
+    ("path-a", "{planner_projects_every_dgd: true}"): (
+        ("planner_projection.feature",),
+        # Which planner shows it first depends on which others had annotated workers at its last pass.
+        {"D2": ("power gauges of the planner of vllm-dgd-", "expected: {'projected': ", "observed: {'projected': ")},
+    ),
+    # Flipped once the planner is gone: the caps still read right (a refused write changes nothing),
+    # but the agent no longer applies them — which only the failure counter can show.
+    ("path-a", "{nvml_no_permission: true}", 'the planner of "vllm-dgd-b" crashes'): (
+        ("planner_crash.feature",),
+        {"E1": ("counter apply_failures_total since c0", "expected: unchanged at 0", "observed:")},
+    ),
 }
 HARMLESS: dict[tuple[str, str], tuple[str, ...]] = {
     ("path-b-dcgm", "{dcgm_version: '4.4'}"): ("dcgm_current.yaml", "dcgm_target.yaml"),
     ("path-b", "{gpu_assignment: sequential}"): ("conflict.feature", "nvml_caps.feature"),
 }
-CATALOG_IDS = {"A1-A2", "A3", "A2-strict", "B2", "B4-D3", "NVML-CAPS", "B5", "DCGM-CURRENT", "B8", "C1", "E2", "A4"}
+CATALOG_IDS = {"A1-A2", "A3", "A2-strict", "B2", "B4-D3", "NVML-CAPS", "B5", "DCGM-CURRENT", "B8", "C1", "E2", "A4",
+               "B1", "B3", "B7", "C2", "C3-a", "C3-b", "C3-c", "C4", "D2", "E1", "E3"}
 
 
 def _job(world: str, faults: str, *after: str, files: tuple[str, ...]) -> dict:
