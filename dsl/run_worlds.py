@@ -63,8 +63,10 @@ class WorldRun:
             with self.output.open("wb") as sink:
                 os.dup2(sink.fileno(), 1)
                 os.dup2(sink.fileno(), 2)
+                # This child imported stepgraph.dsl to get here, before pytest could rewrite its asserts.
                 code = int(pytest.main([*paths, "--target-option", f"world={self.world}",
-                                        f"--stepgraph-results={self.results}", *pytest_args]))
+                                        f"--stepgraph-results={self.results}",
+                                        "-W", "ignore::pytest.PytestAssertRewriteWarning", *pytest_args]))
                 sys.stdout.flush()
                 sys.stderr.flush()
         finally:
