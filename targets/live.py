@@ -129,6 +129,7 @@ class LiveTarget:
             "metrics_via": settings.metrics_via,
             "nvml_via": settings.nvml_via,
             "leftovers": leftover_option(options),
+            "pin_node": settings.pin_node,
         }
         return Session(
             clock=RealClock(),

@@ -44,6 +44,7 @@ class LiveSettings:
     planner_generation: str = "pod-patching"
     metrics_via: str = "exec"
     nvml_via: str = "exec"
+    pin_node: bool = False  # STEPGRAPH_PIN_NODE=1: pods the run creates are held to TEST_NODE by hostname
 
     @property
     def node_label(self) -> str:
@@ -71,6 +72,7 @@ class LiveSettings:
             opted_in=True,
             metrics_via=metrics_via,
             nvml_via=nvml_via,
+            pin_node=env.get("STEPGRAPH_PIN_NODE") == "1",
             node=node,
             variant=variant,
             namespace=env.get("POD_NAMESPACE") or VARIANT_NAMESPACES[variant],

@@ -1,0 +1,211 @@
+"""A fleet run against a cluster: RBAC and one Job per node in, per-node results out, nothing left.
+
+Each node's outcome is either the results document its runner pod printed, or a reason: its pod
+never scheduled within `schedule_timeout` (the scheduler's own message), it ended without
+results (exit code and last log lines), or nothing came back within `timeout`. Whatever happens —
+also Ctrl-C or SIGTERM — the Jobs and their pods are deleted and awaited, and the RBAC objects
+this run created are removed again.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from . import objects
+from .results import from_log
+
+
+@dataclass
+class NodeOutcome:
+    node: str
+    document: dict[str, Any] | None = None
+    reason: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.document is not None or self.reason is not None
+
+
+@dataclass
+class FleetSettings:
+    namespace: str
+    image: str
+    run_args: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    schedule_timeout_s: float = 300.0
+    timeout_s: float = 3600.0
+    poll_s: float = 2.0
+
+
+class FleetRun:
+    def __init__(self, api: client.ApiClient, settings: FleetSettings, *, log: Callable[[str], None] = print,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.api, self.settings, self.log = api, settings, log
+        self.clock, self.sleep = clock, sleep
+        self.core = client.CoreV1Api(api)
+        self.batch = client.BatchV1Api(api)
+        self.rbac = client.RbacAuthorizationV1Api(api)
+        self.run_id = secrets.token_hex(3)
+        self._created_rbac: list[tuple[str, str | None, str]] = []  # (kind, namespace, name)
+        self._jobs: list[str] = []
+
+    # -- the run ----------------------------------------------------------------------------
+    def run(self, nodes: list[dict[str, str | None]]) -> list[NodeOutcome]:
+        """`nodes`: `{"name", "hostname"}` each. Returns one outcome per node, in order."""
+        outcomes = {n["name"]: NodeOutcome(str(n["name"])) for n in nodes}
+        try:
+            self._ensure_rbac()
+            deadline_s = int(self.settings.timeout_s) + 60
+            for n in nodes:
+                body = objects.job(self.run_id, str(n["name"]), n.get("hostname"), self.settings.namespace,
+                                   self.settings.image, self.settings.run_args, self.settings.env, deadline_s)
+                self.batch.create_namespaced_job(self.settings.namespace, body)
+                self._jobs.append(body["metadata"]["name"])
+            self.log(f"stepgraph fleet: run {self.run_id}: {len(nodes)} Job(s) in {self.settings.namespace}")
+            self._await(outcomes)
+        finally:
+            self.cleanup()
+        return [outcomes[str(n["name"])] for n in nodes]
+
+    def _await(self, outcomes: dict[str, NodeOutcome]) -> None:
+        started = self.clock()
+        while not all(o.done for o in outcomes.values()):
+            elapsed = self.clock() - started
+            pods = self._pods()
+            for node, outcome in outcomes.items():
+                if outcome.done:
+                    continue
+                pod = pods.get(node)
+                outcome.document, outcome.reason = self._judge(node, pod, elapsed)
+                if outcome.done:
+                    self._report(outcome)
+            if all(o.done for o in outcomes.values()):
+                return
+            if elapsed >= self.settings.timeout_s:
+                for outcome in outcomes.values():
+                    if not outcome.done:
+                        phase = self._phase(pods.get(outcome.node))
+                        outcome.reason = f"no result within {self.settings.timeout_s:.0f} s (runner pod {phase})"
+                        self._report(outcome)
+                return
+            self.sleep(self.settings.poll_s)
+
+    def _judge(self, node: str, pod: Any, elapsed: float) -> tuple[dict | None, str | None]:
+        late = elapsed >= self.settings.schedule_timeout_s
+        if pod is None:
+            return (None, f"its Job made no runner pod within {self.settings.schedule_timeout_s:.0f} s") if late \
+                else (None, None)
+        phase = pod.status.phase if pod.status else None
+        if phase in ("Succeeded", "Failed"):
+            text = self._logs(pod)
+            document = from_log(text)
+            if document is not None:
+                return document, None
+            return None, f"runner pod {phase.lower()} without results ({_exit(pod)}); log ends: {_tail(text)}"
+        if not pod.spec.node_name and late:
+            message = next((c.message for c in (pod.status.conditions or []) if c.type == "PodScheduled" and c.message),
+                           "no scheduling decision")
+            return None, f"runner pod never scheduled within {self.settings.schedule_timeout_s:.0f} s: {message}"
+        return None, None
+
+    def _report(self, outcome: NodeOutcome) -> None:
+        if outcome.document is not None:
+            summary = outcome.document.get("summary", {})
+            counts = ", ".join(f"{v} {k}" for k, v in summary.items() if k != "total" and v)
+            self.log(f"stepgraph fleet: node {outcome.node}: {counts or 'no scenarios'}")
+        else:
+            self.log(f"stepgraph fleet: node {outcome.node}: FAILED — {outcome.reason}")
+
+    # -- reads ------------------------------------------------------------------------------
+    def _pods(self) -> dict[str, Any]:
+        found = self.core.list_namespaced_pod(self.settings.namespace,
+                                              label_selector=f"{objects.RUN_LABEL}={self.run_id}").items
+        by_node: dict[str, Any] = {}
+        for pod in found:
+            node = (pod.metadata.annotations or {}).get(objects.NODE_ANNOTATION)
+            if node and not pod.metadata.deletion_timestamp:
+                by_node[node] = pod
+        return by_node
+
+    def _logs(self, pod: Any) -> str:
+        try:
+            return self.core.read_namespaced_pod_log(pod.metadata.name, self.settings.namespace, container="runner")
+        except ApiException as exc:
+            return f"(log unreadable: {exc.status} {exc.reason})"
+
+    @staticmethod
+    def _phase(pod: Any) -> str:
+        if pod is None:
+            return "not created"
+        return (pod.status.phase if pod.status else None) or "Unknown"
+
+    # -- RBAC and cleanup -------------------------------------------------------------------
+    def _ensure_rbac(self) -> None:
+        ns = self.settings.namespace
+        for kind, body, create in (
+            ("ServiceAccount", objects.service_account(ns), lambda b: self.core.create_namespaced_service_account(ns, b)),
+            ("Role", objects.role(ns), lambda b: self.rbac.create_namespaced_role(ns, b)),
+            ("RoleBinding", objects.role_binding(ns), lambda b: self.rbac.create_namespaced_role_binding(ns, b)),
+            ("ClusterRole", objects.cluster_role(ns), self.rbac.create_cluster_role),
+            ("ClusterRoleBinding", objects.cluster_role_binding(ns), self.rbac.create_cluster_role_binding),
+        ):
+            try:
+                create(body)
+            except ApiException as exc:
+                if exc.status != 409:  # an existing one is the operator's: used, not removed
+                    raise
+            else:
+                self._created_rbac.append((kind, body["metadata"].get("namespace"), body["metadata"]["name"]))
+
+    def cleanup(self) -> None:
+        """Delete this run's Jobs and pods (and await them), then the RBAC objects it created."""
+        ns = self.settings.namespace
+        for name in self._jobs:
+            try:
+                self.batch.delete_namespaced_job(name, ns, propagation_policy="Background")
+            except ApiException as exc:
+                if exc.status != 404:
+                    self.log(f"stepgraph fleet: could not delete Job {name}: {exc.status} {exc.reason}")
+        selector = f"{objects.RUN_LABEL}={self.run_id}"
+        try:
+            self.core.delete_collection_namespaced_pod(ns, label_selector=selector, grace_period_seconds=0)
+        except ApiException as exc:
+            self.log(f"stepgraph fleet: could not delete the runner pods: {exc.status} {exc.reason}")
+        give_up = self.clock() + 120
+        while self.core.list_namespaced_pod(ns, label_selector=selector).items and self.clock() < give_up:
+            self.sleep(min(self.settings.poll_s, 1.0))
+        left = [p.metadata.name for p in self.core.list_namespaced_pod(ns, label_selector=selector).items]
+        if left:
+            self.log(f"stepgraph fleet: runner pods still there after 120 s: {', '.join(left)}")
+        delete = {"ServiceAccount": lambda n, s: self.core.delete_namespaced_service_account(s, n),
+                  "Role": lambda n, s: self.rbac.delete_namespaced_role(s, n),
+                  "RoleBinding": lambda n, s: self.rbac.delete_namespaced_role_binding(s, n),
+                  "ClusterRole": lambda n, s: self.rbac.delete_cluster_role(s),
+                  "ClusterRoleBinding": lambda n, s: self.rbac.delete_cluster_role_binding(s)}
+        for kind, namespace, name in reversed(self._created_rbac):
+            try:
+                delete[kind](namespace, name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    self.log(f"stepgraph fleet: could not delete {kind} {name}: {exc.status} {exc.reason}")
+        self._jobs, self._created_rbac = [], []
+
+
+def _exit(pod: Any) -> str:
+    for status in (pod.status.container_statuses or []) if pod.status else []:
+        term = status.state.terminated if status.state else None
+        if term is not None:
+            return f"exit {term.exit_code}, {term.reason or 'terminated'}"
+    return "no container status"
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    last = [line for line in text.splitlines() if line.strip()][-lines:]
+    return " | ".join(last) if last else "(empty log)"

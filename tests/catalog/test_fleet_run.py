@@ -1,0 +1,111 @@
+"""`stepgraph fleet run`: the objects it creates are valid Kubernetes and pin each runner to its
+node; results travel back through the runner's log; a node without results becomes red records
+naming the reason; bad input and API refusals are one line with exit 2 and leave nothing behind."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+from kubernetes import client
+
+from stepgraph.dsl.reports import results as results_file
+from stepgraph.targets.fleet import objects
+from stepgraph.targets.fleet.cli import main as fleet_main
+from stepgraph.targets.fleet.results import bind_to_node, failed_node, framed, from_log
+from stepgraph.twin.world import parse_world
+from stepgraph.twin.world_install import build_twin
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOG = ROOT / "scenarios" / "multi_dgd"
+NS = "dynamo-power-test"
+
+
+def test_every_object_is_valid_kubernetes():
+    docs = [objects.service_account(NS), objects.role(NS), objects.role_binding(NS),
+            objects.cluster_role(NS), objects.cluster_role_binding(NS),
+            objects.job("ab12cd", "gpu-node-7", "gpu-node-7", NS, "stepgraph-runner:1", ["scenarios/multi_dgd"],
+                        {"DCGM_HOSTENGINE_AVAILABLE": "1"}, 3660)]
+    for doc in docs:
+        kubernetes_validate.validate(doc, "1.30", strict=True)
+
+
+def test_a_runner_is_pinned_to_its_node_tolerates_every_taint_and_is_never_retried():
+    job = objects.job("ab12cd", "gpu-node-7", "host-7", NS, "img:1", ["scenarios/multi_dgd"], {}, 3660)
+    spec = job["spec"]["template"]["spec"]
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["gpu-node-7"]}]}]
+    assert spec["nodeSelector"] == {"kubernetes.io/hostname": "host-7"}
+    assert spec["tolerations"] == [{"operator": "Exists"}]
+    assert job["spec"]["backoffLimit"] == 0 and spec["restartPolicy"] == "Never"
+    assert spec["serviceAccountName"] == objects.NAME
+    env = {e["name"]: e for e in spec["containers"][0]["env"]}
+    assert env["STEPGRAPH_LIVE"]["value"] == "1"
+    assert env["TEST_NODE"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert spec["containers"][0]["command"][:3] == ["stepgraph", "fleet", "node"]
+
+
+@pytest.mark.parametrize("node", ["gpu-node-7", "GPU_Node.7", "n" * 80])
+def test_job_names_are_dns_labels(node):
+    name = objects.job_name("ab12cd", node)
+    assert len(name) <= 63 and name.replace("-", "").isalnum() and name == name.lower()
+
+
+def test_results_travel_through_the_log_and_a_torn_log_gives_none():
+    document = {"schema": "x", "summary": {"passed": 1}, "scenarios": [{"nodeid": "a"}]}
+    log = "collected 1 item\n...\n" + framed(document)
+    assert from_log(log) == document
+    assert from_log(log.rsplit("\n", 2)[0]) is None  # the end marker never came
+    assert from_log("no results here\n") is None
+
+
+def test_a_node_without_results_is_red_for_every_scenario_with_its_reason(tmp_path):
+    records = failed_node([CATALOG], "gpu-node-3", "runner pod never scheduled within 300 s: 0/3 nodes are available")
+    ids = {r["id"] for r in records}
+    assert {"B5", "C1", "NVML-CAPS"} <= ids
+    assert all(r["outcome"] == "error" and r["world"] == "node gpu-node-3" for r in records)
+    assert all(r["reason"].startswith("node gpu-node-3: runner pod never scheduled") for r in records)
+    doc = results_file.assemble(records, started_at=datetime.now(UTC), duration_s=0.0, args=[],
+                                collection_errors=[])
+    results_file.write(doc, tmp_path / "results.json")
+    assert results_file.load(tmp_path / "results.json")["summary"]["error"] == len(records)  # schema-checked
+
+
+def test_a_nodes_records_go_to_its_column():
+    document = {"scenarios": [{"nodeid": "f::t", "world": None, "fingerprint": {"k": "v"}, "outcome": "passed"}]}
+    [record] = bind_to_node(document, "n2")
+    assert record["world"] == "node n2" and record["fingerprint"] == {"k": "v", "node": "n2"}
+    assert record["nodeid"] == "f::t[n2]"
+
+
+@pytest.fixture
+def twin():
+    with build_twin(parse_world("nodes: [{name: n1}, {name: n2}]")) as t:
+        yield t
+
+
+def test_no_matching_node_is_one_line_and_exit_2(twin, capsys):
+    code = fleet_main(["run", "--nodes", "gpu=none", "--image", "img:1", "--kubeconfig", str(twin.kubeconfig_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err == "stepgraph fleet: no node matches --nodes 'gpu=none' — check the labels"
+
+
+def test_bad_usage_is_one_line_and_exit_2(capsys):
+    assert fleet_main(["run", "--nodes", "a=b"]) == 2
+    assert fleet_main(["run", "--nodes", "a=b", "--image", "i", "--env", "NOVALUE"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith("stepgraph fleet: ") for line in lines)
+
+
+def test_an_api_refusal_midway_leaves_nothing_behind(twin, tmp_path, capsys):
+    """The twin serves ServiceAccounts but (yet) no RBAC kinds: the Role is refused after the
+    ServiceAccount was created — the run says so in one line and removes what it created."""
+    core = client.CoreV1Api(twin.api_client())
+    before = {sa.metadata.name for sa in core.list_namespaced_service_account(NS).items}
+    code = fleet_main(["run", "--nodes", "power-test/node=target", "--image", "img:1", "--reports", str(tmp_path),
+                       "--kubeconfig", str(twin.kubeconfig_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "404" in err
+    assert {sa.metadata.name for sa in core.list_namespaced_service_account(NS).items} == before
