@@ -62,6 +62,8 @@ def parser() -> argparse.ArgumentParser:
                      help="design doc(s) for the trace (default: the project's stepgraph_design_doc)")
     run.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                      help="environment for the runners, e.g. DCGM_HOSTENGINE_AVAILABLE=1 (repeatable)")
+    run.add_argument("--service-account", metavar="NAME",
+                     help="run the runners as this existing ServiceAccount and create no RBAC (yours to grant)")
     run.add_argument("--schedule-timeout", type=float, default=300.0, metavar="S",
                      help="a runner pod not scheduled by then fails its node (default 300)")
     run.add_argument("--timeout", type=float, default=3600.0, metavar="S", help="the whole run (default 3600)")
@@ -128,7 +130,8 @@ def run_main(args: argparse.Namespace, pytest_args: list[str]) -> int:
         return 2
     settings = FleetSettings(namespace=namespace, image=args.image, env=env,
                              run_args=[*paths, "--", *pytest_args] if pytest_args else list(paths),
-                             schedule_timeout_s=args.schedule_timeout, timeout_s=args.timeout)
+                             schedule_timeout_s=args.schedule_timeout, timeout_s=args.timeout,
+                             service_account=args.service_account)
     out = Path(args.reports)
     started_at, started = datetime.now(UTC), time.perf_counter()
     baseline = run_reports.keep_previous(out)

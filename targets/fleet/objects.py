@@ -73,7 +73,7 @@ def job_name(run_id: str, node: str) -> str:
 
 
 def job(run_id: str, node: str, hostname: str | None, namespace: str, image: str, run_args: list[str],
-        env: dict[str, str], deadline_s: int) -> dict:
+        env: dict[str, str], deadline_s: int, *, service_account: str = NAME) -> dict:
     """The Job that runs the catalog on `node`: one pod, no retries, pinned there."""
     labels = {**APP_LABELS, RUN_LABEL: run_id}
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
@@ -86,7 +86,7 @@ def job(run_id: str, node: str, hostname: str | None, namespace: str, image: str
         *({"name": k, "value": v} for k, v in sorted(env.items())),
     ]
     spec: dict = {
-        "serviceAccountName": NAME,
+        "serviceAccountName": service_account,
         "restartPolicy": "Never",
         "affinity": affinity,
         "tolerations": [{"operator": "Exists"}],

@@ -42,6 +42,7 @@ class FleetSettings:
     schedule_timeout_s: float = 300.0
     timeout_s: float = 3600.0
     poll_s: float = 2.0
+    service_account: str | None = None  # an existing one (RBAC managed by the operator): none is created
 
 
 class FleetRun:
@@ -61,11 +62,13 @@ class FleetRun:
         """`nodes`: `{"name", "hostname"}` each. Returns one outcome per node, in order."""
         outcomes = {n["name"]: NodeOutcome(str(n["name"])) for n in nodes}
         try:
-            self._ensure_rbac()
+            if self.settings.service_account is None:
+                self._ensure_rbac()
             deadline_s = int(self.settings.timeout_s) + 60
             for n in nodes:
                 body = objects.job(self.run_id, str(n["name"]), n.get("hostname"), self.settings.namespace,
-                                   self.settings.image, self.settings.run_args, self.settings.env, deadline_s)
+                                   self.settings.image, self.settings.run_args, self.settings.env, deadline_s,
+                                   service_account=self.settings.service_account or objects.NAME)
                 self.batch.create_namespaced_job(self.settings.namespace, body)
                 self._jobs.append(body["metadata"]["name"])
             self.log(f"stepgraph fleet: run {self.run_id}: {len(nodes)} Job(s) in {self.settings.namespace}")

@@ -109,3 +109,57 @@ def test_an_api_refusal_midway_leaves_nothing_behind(twin, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "404" in err
     assert {sa.metadata.name for sa in core.list_namespaced_service_account(NS).items} == before
+
+
+@pytest.fixture
+def real_twin():
+    world = parse_world("timing: {pod_startup_seconds: 0.2}\nnodes: [{name: n1}, {name: n2}, {name: n3}]")
+    with build_twin(world, clock="real") as t:
+        yield t
+
+
+def _fleet(twin, tmp_path, *extra):
+    return fleet_main(["run", "--nodes", "power-test/node=target", "--image", "stepgraph-runner:test",
+                       "--service-account", "default", "--reports", str(tmp_path), "--kubeconfig",
+                       str(twin.kubeconfig_path), "--design", str(ROOT / "docs/design/multi-tenant-test-plan.md"),
+                       *extra])
+
+
+def test_runners_land_one_per_node_and_a_silent_fleet_is_red_then_gone(real_twin, tmp_path, capsys):
+    """Runner pods that never print results (the twin runs no program for this image): each node
+    red with the reason, and no Job or pod left after the run."""
+    batch, core = client.BatchV1Api(real_twin.api_client()), client.CoreV1Api(real_twin.api_client())
+    placed: dict[str, str] = {}
+
+    def watch(_event, pod):  # where the scheduler put each runner (from the store's own events)
+        node = (pod["metadata"].get("annotations") or {}).get(objects.NODE_ANNOTATION)
+        if node and pod["spec"].get("nodeName"):
+            placed[node] = pod["spec"]["nodeName"]
+
+    real_twin.store.subscribe("pods", watch)
+    code = _fleet(real_twin, tmp_path, "--timeout", "3", "--schedule-timeout", "2")
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert placed == {"n1": "n1", "n2": "n2", "n3": "n3"}
+    records = results_file.load(tmp_path / "results.json")["scenarios"]
+    assert {r["world"] for r in records} == {"node n1", "node n2", "node n3"}
+    assert all(r["outcome"] == "error" and "no result within 3 s (runner pod Running)" in r["reason"] for r in records)
+    assert "node n2: FAILED — no result within 3 s" in out
+    assert batch.list_namespaced_job(NS).items == []
+    assert core.list_namespaced_pod(NS, label_selector=objects.RUN_LABEL).items == []
+
+
+def test_ctrl_c_deletes_the_jobs_and_their_pods(real_twin, tmp_path):
+    batch, core = client.BatchV1Api(real_twin.api_client()), client.CoreV1Api(real_twin.api_client())
+    from stepgraph.targets.fleet.run import FleetRun, FleetSettings
+
+    def interrupt(line):
+        if "Job(s)" in line:  # all Jobs are in: the user presses Ctrl-C
+            raise KeyboardInterrupt
+
+    fleet = FleetRun(real_twin.api_client(), FleetSettings(NS, "stepgraph-runner:test", ["scenarios/multi_dgd"],
+                                                           service_account="default"), log=interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        fleet.run([{"name": n, "hostname": n} for n in ("n1", "n2", "n3")])
+    assert batch.list_namespaced_job(NS).items == []
+    assert core.list_namespaced_pod(NS, label_selector=objects.RUN_LABEL).items == []
