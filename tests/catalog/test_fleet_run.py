@@ -99,16 +99,11 @@ def test_bad_usage_is_one_line_and_exit_2(capsys):
     assert len(lines) == 2 and all(line.startswith("stepgraph fleet: ") for line in lines)
 
 
-def test_an_api_refusal_midway_leaves_nothing_behind(twin, tmp_path, capsys):
-    """The twin serves ServiceAccounts but (yet) no RBAC kinds: the Role is refused after the
-    ServiceAccount was created — the run says so in one line and removes what it created."""
-    core = client.CoreV1Api(twin.api_client())
-    before = {sa.metadata.name for sa in core.list_namespaced_service_account(NS).items}
+def test_an_api_refusal_is_one_line_and_exit_2(twin, tmp_path, capsys):
     code = fleet_main(["run", "--nodes", "power-test/node=target", "--image", "img:1", "--reports", str(tmp_path),
-                       "--kubeconfig", str(twin.kubeconfig_path)])
+                       "--namespace", "nowhere", "--kubeconfig", str(twin.kubeconfig_path)])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1 and "404" in err
-    assert {sa.metadata.name for sa in core.list_namespaced_service_account(NS).items} == before
+    assert code == 2 and len(err.splitlines()) == 1 and "404" in err and "'nowhere'" in err
 
 
 @pytest.fixture
@@ -120,7 +115,7 @@ def real_twin():
 
 def _fleet(twin, tmp_path, *extra):
     return fleet_main(["run", "--nodes", "power-test/node=target", "--image", "stepgraph-runner:test",
-                       "--service-account", "default", "--reports", str(tmp_path), "--kubeconfig",
+                       "--reports", str(tmp_path), "--kubeconfig",
                        str(twin.kubeconfig_path), "--design", str(ROOT / "docs/design/multi-tenant-test-plan.md"),
                        *extra])
 
@@ -136,7 +131,12 @@ def test_runners_land_one_per_node_and_a_silent_fleet_is_red_then_gone(real_twin
         if node and pod["spec"].get("nodeName"):
             placed[node] = pod["spec"]["nodeName"]
 
+    rbac_seen: set[str] = set()
     real_twin.store.subscribe("pods", watch)
+    for kind in ("serviceaccounts", "roles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io",
+                 "clusterroles.rbac.authorization.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io"):
+        real_twin.store.subscribe(kind, lambda e, obj, kind=kind: rbac_seen.add(kind.split(".")[0])
+                                  if obj["metadata"]["name"].startswith(objects.NAME) else None)
     code = _fleet(real_twin, tmp_path, "--timeout", "3", "--schedule-timeout", "2")
     out = capsys.readouterr().out
     assert code == 1, out
@@ -147,6 +147,11 @@ def test_runners_land_one_per_node_and_a_silent_fleet_is_red_then_gone(real_twin
     assert "node n2: FAILED — no result within 3 s" in out
     assert batch.list_namespaced_job(NS).items == []
     assert core.list_namespaced_pod(NS, label_selector=objects.RUN_LABEL).items == []
+    assert rbac_seen == {"serviceaccounts", "roles", "rolebindings", "clusterroles", "clusterrolebindings"}
+    rbac = client.RbacAuthorizationV1Api(real_twin.api_client())
+    assert not [r for r in rbac.list_namespaced_role(NS).items if r.metadata.name.startswith(objects.NAME)]
+    assert not [r for r in rbac.list_cluster_role().items if r.metadata.name.startswith(objects.NAME)]
+    assert objects.NAME not in {sa.metadata.name for sa in core.list_namespaced_service_account(NS).items}
 
 
 def test_ctrl_c_deletes_the_jobs_and_their_pods(real_twin, tmp_path):
