@@ -7,7 +7,6 @@ sends can make a handler raise past `handle()`.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yam
 MAX_BODY_KEY = web.AppKey("max_body", int)
 WATCH_QUEUES_KEY = web.AppKey("watch_queues", set)
 MAX_WATCH_SECONDS = 1800.0  # a watch with no timeoutSeconds still ends, as on a real server
+BOOKMARK_SECONDS = 60.0  # how often a watch that allows bookmarks gets one (wall time)
 MAX_DEPTH = 100  # far beyond any real manifest; keeps copies and validation off the recursion limit
 MAX_YAML_NODES = 1_000_000  # expanded; a real server refuses "excessive aliasing" the same way
 # Kinds whose DELETE answers the deleted object even when it is gone at once (the rest answer a
@@ -339,26 +339,33 @@ async def _delete_options(request: web.Request) -> dict:
 
 def _list(request: web.Request, store: Store, target: Target) -> web.Response:
     q = request.query
-    items, rv = store.list_json(target.rtype, target.namespace, label_selector=q.get("labelSelector"),
-                                field_selector=q.get("fieldSelector"))
-    meta: dict = {"resourceVersion": rv}
-    start = 0
-    if q.get("continue"):
-        try:
-            start = int(json.loads(base64.urlsafe_b64decode(q["continue"]))["start"])
-        except (ValueError, KeyError, TypeError):
-            raise ApiError(400, "continue key is not valid: incorrect encoded start resourceVersion", "BadRequest") from None
     limit = int(q["limit"]) if q.get("limit", "").isdigit() and int(q["limit"]) > 0 else None
-    if start or limit:
-        end = len(items) if limit is None else start + limit
-        if end < len(items):
-            meta["continue"] = base64.urlsafe_b64encode(json.dumps({"start": end, "rv": rv}).encode()).decode()
-            meta["remainingItemCount"] = len(items) - end
+    if q.get("continue"):
+        rv, start, key, items = store.snapshots.resume(q["continue"])
+    else:
+        items, rv = store.list_json(target.rtype, target.namespace, label_selector=q.get("labelSelector"),
+                                    field_selector=q.get("fieldSelector"))
+        start, key = 0, None
+    meta: dict = {"resourceVersion": rv}
+    end = len(items) if limit is None else start + limit
+    if end < len(items):
+        key = key or store.snapshots.keep(rv, items)
+        meta["continue"] = store.snapshots.token(key, rv, end)
+        meta["remainingItemCount"] = len(items) - end
+    if start or end < len(items):
         items = items[start:end]
     head = encoding.dumps({"kind": target.rtype.list_kind, "apiVersion": target.rtype.api_version(target.version),
-                       "metadata": meta})
+                           "metadata": meta})
     body = head[:-1] + ',"items":[' + ",".join(items) + "]}\n"  # items come encoded from the store
     return web.Response(body=body.encode(), content_type="application/json")
+
+
+def _bookmark(target: Target, rv: str, initial_end: bool = False) -> dict:
+    md: dict = {"resourceVersion": rv}
+    if initial_end:
+        md["annotations"] = {"k8s.io/initial-events-end": "true"}
+    return {"type": "BOOKMARK", "object": {"kind": target.rtype.kind,
+                                           "apiVersion": target.rtype.api_version(target.version), "metadata": md}}
 
 
 async def _watch(request: web.Request, store: Store, target: Target) -> web.StreamResponse:
@@ -387,15 +394,20 @@ async def _watch(request: web.Request, store: Store, target: Target) -> web.Stre
         await resp.prepare(request)
         await resp.write(encoding.encode({"type": "ERROR", "object": exc.status()}))
         return resp
+    bookmarks = _flag(request, "allowWatchBookmarks")
+    if bookmarks and _flag(request, "sendInitialEvents"):  # after the initial ADDEDs, in order
+        loop.call_soon(queue.put_nowait, _bookmark(target, store.resource_version, initial_end=True))
     request.app[WATCH_QUEUES_KEY].add(queue)
     try:
         await resp.prepare(request)
         deadline = loop.time() + timeout
         while (remaining := deadline - loop.time()) > 0:
             try:
-                event = await asyncio.wait_for(queue.get(), remaining)
+                event = await asyncio.wait_for(queue.get(), min(remaining, BOOKMARK_SECONDS) if bookmarks else remaining)
             except TimeoutError:
-                break
+                if bookmarks:  # periodically, and once more as the watch ends, as the real server does
+                    await resp.write(encoding.encode(_bookmark(target, store.resource_version)))
+                continue
             if event is None:  # server shutting down
                 break
             await resp.write(encoding.encode(event))

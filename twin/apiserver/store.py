@@ -23,6 +23,7 @@ from typing import Any
 from . import encoding, objects, patches, schemas
 from .dispatch import Dispatcher
 from .errors import ApiError, already_exists, bad_request, conflict, invalid, not_found
+from .paging import ListSnapshots
 from .resources import ResourceType, ResourceTypes
 from .selectors import parse_field_selector, parse_label_selector
 from .watch import Watcher, WatchHub
@@ -40,7 +41,8 @@ class Store:
         self._rng = rng
         self._objs: dict[str, dict[tuple[str, str], dict]] = {}
         self._rv = 1
-        self._hub = WatchHub(history)
+        self._hub = WatchHub(history, clock)
+        self.snapshots = ListSnapshots(clock)
         self._lock = threading.RLock()
         self._dispatcher = Dispatcher(self._lock)
         # Extra write checks per resource key: fn(new, old) → 422 causes (CRD names, Twin II rules).

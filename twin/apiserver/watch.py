@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from .errors import ApiError, bad_request
 from .resources import ResourceType
@@ -58,15 +59,33 @@ class Watcher:
 
 
 
-class WatchHub:
-    """The open watchers and the recent history (the store calls it under its lock)."""
+# How long a resourceVersion can be resumed from: the real server compacts etcd every 5 minutes,
+# after which a watch (or a continue token) from an older version is 410 Expired.
+COMPACTION_SECONDS = 300.0
 
-    def __init__(self, history: int) -> None:
+
+class WatchHub:
+    """The open watchers and the recent history (the store calls it under its lock): at most
+    `history` events, and none older than COMPACTION_SECONDS on `clock`."""
+
+    def __init__(self, history: int, clock: Any = None) -> None:
         self._history: deque[Event] = deque(maxlen=history)
+        self._times: deque[float] = deque(maxlen=history)
         self._watchers: set[Watcher] = set()
+        self._clock = clock
+
+    def _compact(self) -> None:
+        if self._clock is None:
+            return
+        horizon = self._clock.now() - COMPACTION_SECONDS
+        while self._times and self._times[0] < horizon:
+            self._times.popleft()
+            self._history.popleft()
 
     def record(self, event: Event) -> None:
+        self._compact()
         self._history.append(event)
+        self._times.append(self._clock.now() if self._clock is not None else 0.0)
         for w in list(self._watchers):
             if w.rtype.key == event[1]:
                 _offer(w, event)
@@ -80,6 +99,7 @@ class WatchHub:
                 since = int(resource_version)
             except ValueError:
                 raise bad_request(f"invalid resource version: {resource_version!r}") from None
+            self._compact()
             oldest = self._history[0][0] if self._history else now_rv + 1
             if since < oldest - 1 and since < now_rv:
                 raise ApiError(410, f"too old resource version: {since} ({oldest - 1})", "Expired")
