@@ -197,7 +197,8 @@ async def handle_resource(request: web.Request, store: Store, target: Target,
         else:
             items, rv = store.list_with_version(rt, ns, label_selector=q.get("labelSelector"),
                                                 field_selector=q.get("fieldSelector"), version=version)
-        return _json(tables.table(rt, items, rv, store.clock.wall(), rt.printer_columns.get(version)))
+        return _json(tables.table(rt, items, rv, store.clock.wall(), rt.printer_columns.get(version),
+                                  q.get("includeObject", "Metadata")))
     if verb == "get":
         return _json(store.get(rt, ns, name, version=version))
     if verb == "list":
@@ -394,6 +395,8 @@ async def _watch(request: web.Request, store: Store, target: Target) -> web.Stre
         await resp.prepare(request)
         await resp.write(encoding.encode({"type": "ERROR", "object": exc.status()}))
         return resp
+    as_table, first = tables.wants_table(request.headers.get("Accept", "")), True
+    include = q.get("includeObject", "Metadata")
     bookmarks = _flag(request, "allowWatchBookmarks")
     if bookmarks and _flag(request, "sendInitialEvents"):  # after the initial ADDEDs, in order
         loop.call_soon(queue.put_nowait, _bookmark(target, store.resource_version, initial_end=True))
@@ -410,6 +413,11 @@ async def _watch(request: web.Request, store: Store, target: Target) -> web.Stre
                 continue
             if event is None:  # server shutting down
                 break
+            if as_table and event["type"] in ("ADDED", "MODIFIED", "DELETED"):  # kubectl get -w
+                event = {"type": event["type"], "object": tables.table(
+                    target.rtype, [event["object"]], event["object"]["metadata"].get("resourceVersion", ""),
+                    store.clock.wall(), target.rtype.printer_columns.get(target.version), include, headers=first)}
+                first = False
             await resp.write(encoding.encode(event))
     except (ConnectionResetError, asyncio.CancelledError):
         pass
