@@ -216,7 +216,7 @@ async def handle_resource(request: web.Request, store: Store, target: Target,
         body = await read_body(request)
         check_kind(body, target)
         obj = store.replace(rt, ns, name, body, subresource=target.sub, version=version, strict=strict,
-                            warnings=warnings, dry_run=dry_run)
+                            warnings=warnings, dry_run=dry_run, field_manager=q.get("fieldManager"))
         return _json(obj, 200, warnings)
     if verb == "patch":
         if request.content_type not in patches.PATCH_TYPES:
@@ -225,7 +225,8 @@ async def handle_resource(request: web.Request, store: Store, target: Target,
         body = await read_body(request)
         existed = request.content_type != patches.APPLY_PATCH or _exists(store, rt, ns, name)
         obj = store.patch(rt, ns, name, body, patch_type=request.content_type, subresource=target.sub,
-                          version=version, strict=strict, warnings=warnings, dry_run=dry_run)
+                          version=version, strict=strict, warnings=warnings, dry_run=dry_run,
+                          field_manager=q.get("fieldManager"), force=_flag(request, "force"))
         return _json(obj, 200 if existed else 201, warnings)
     if verb == "delete":
         opts = await _delete_options(request)

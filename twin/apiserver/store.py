@@ -20,7 +20,7 @@ import uuid as uuidlib
 from collections.abc import Callable
 from typing import Any
 
-from . import encoding, objects, patches, schemas
+from . import encoding, fieldmanager, objects, patches, schemas
 from .dispatch import Dispatcher
 from .errors import ApiError, already_exists, bad_request, conflict, invalid, not_found
 from .paging import ListSnapshots
@@ -29,6 +29,7 @@ from .selectors import parse_field_selector, parse_label_selector
 from .watch import Watcher, WatchHub
 
 # DeleteOptions.propagationPolicy → the finalizer that makes the garbage collector act first.
+DEFAULT_MANAGER = "unknown"  # an update under field management that names no manager
 PROPAGATION_FINALIZERS = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}
 
 
@@ -156,7 +157,7 @@ class Store:
 
     def replace(self, resource: str | ResourceType, namespace: str | None, name: str, body: dict, *,
                 subresource: str | None = None, version: str | None = None, strict: bool = False,
-                warnings: list[str] | None = None, dry_run: bool = False) -> dict:
+                warnings: list[str] | None = None, dry_run: bool = False, field_manager: str | None = None) -> dict:
         rtype = self.rtype(resource)
         if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict):
             raise bad_request("the body of the request was in an unknown format")
@@ -168,6 +169,7 @@ class Store:
             if md.get("resourceVersion") not in (None, "", old["metadata"]["resourceVersion"]):
                 raise conflict(rtype.plural, rtype.group, name)
             new = objects.updated(rtype, old, body, subresource)
+            self._record_update(rtype, old, new, field_manager, version)
             self._validate(rtype, new, version, strict, warnings)
             if dry_run:
                 return self.out(rtype, new, version)
@@ -177,7 +179,8 @@ class Store:
 
     def patch(self, resource: str | ResourceType, namespace: str | None, name: str, patch: Any, *,
               patch_type: str = "merge", subresource: str | None = None, version: str | None = None,
-              strict: bool = False, warnings: list[str] | None = None, dry_run: bool = False) -> dict:
+              strict: bool = False, warnings: list[str] | None = None, dry_run: bool = False,
+              field_manager: str | None = None, force: bool = False) -> dict:
         """Patch with one of `merge`, `strategic`, `json`, `apply` (or their content types); an
         apply patch of a missing object creates it, as server-side apply does."""
         rtype = self.rtype(resource)
@@ -190,12 +193,20 @@ class Store:
                 if (body.get("metadata") or {}).get("name") not in (None, name):
                     raise bad_request(f"the name of the object ({body['metadata']['name']}) does not match the name on the URL ({name})")
                 body = {**body, "metadata": {**(body.get("metadata") or {}), "name": name}}
+                body = fieldmanager.apply(None, body, field_manager or "", force, rtype.api_version(version),
+                                          objects.timestamp(self.clock.wall()))
                 return self.create(rtype, namespace, body, version=version, strict=strict, warnings=warnings,
                                    dry_run=dry_run)
             old = self._current(rtype, ns, name)
             current = self.out(rtype, old, version)
-            patched = patches.apply(kind, current, patch, builtin=rtype.builtin, schema=schemas.kind_schema(
-                rtype.group, version or rtype.storage_version, rtype.kind) if rtype.builtin else None)
+            if kind == patches.APPLY_PATCH:
+                if not isinstance(patch, dict):
+                    raise bad_request("the body of an apply patch must be an object")
+                patched = fieldmanager.apply(current, patch, field_manager or "", force, rtype.api_version(version),
+                                             objects.timestamp(self.clock.wall()))
+            else:
+                patched = patches.apply(kind, current, patch, builtin=rtype.builtin, schema=schemas.kind_schema(
+                    rtype.group, version or rtype.storage_version, rtype.kind) if rtype.builtin else None)
             if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
                 raise ApiError(422, "the patch removed the object's metadata", "Invalid")
             rv = patched["metadata"].get("resourceVersion")
@@ -204,12 +215,22 @@ class Store:
             if patched["metadata"].get("name") != name:
                 raise bad_request(f"the name of the object ({patched['metadata'].get('name')}) does not match the name on the URL ({name})")
             new = objects.updated(rtype, old, patched, subresource)
+            if kind != patches.APPLY_PATCH:
+                self._record_update(rtype, old, new, field_manager, version)
             self._validate(rtype, new, version, strict, warnings)
             if dry_run:
                 return self.out(rtype, new, version)
             result = self._write(rtype, old, new)
         self._drain()
         return self.out(rtype, result or new, version)
+
+    def _record_update(self, rtype: ResourceType, old: dict, new: dict, manager: str | None,
+                       version: str | None) -> None:
+        """An ordinary write takes ownership of the fields it changed — recorded once a manager is
+        named or the object is under field management (so unmanaged hot paths stay cheap)."""
+        if manager or old["metadata"].get("managedFields"):
+            fieldmanager.record_update(old, new, manager or DEFAULT_MANAGER, rtype.api_version(version),
+                                       objects.timestamp(self.clock.wall()))
 
     def delete(self, resource: str | ResourceType, namespace: str | None, name: str, *,
                grace_period_seconds: int | None = None, preconditions: dict | None = None,
