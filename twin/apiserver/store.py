@@ -253,7 +253,10 @@ class Store:
                 raise bad_request(f'DeletionPropagation "{policy}" is not supported: must be one of '
                                   '"Orphan", "Background", "Foreground"')
             gone = self._delete_locked(rtype, obj, grace_period_seconds, PROPAGATION_FINALIZERS.get(policy))
-            last = self.out(rtype, obj if gone else self._current(rtype, ns, name), version)
+            # Still there (marked) → as it is now; gone — at once, or as its last contents went
+            # (a namespace) — → as it was last seen.
+            after = self._bucket(rtype).get((ns or "", name))
+            last = self.out(rtype, after if after is not None and not gone else obj, version)
         self._drain()
         return last, gone
 

@@ -115,3 +115,11 @@ def test_delete_precondition_on_uid_is_409(core):
         core.delete_namespaced_config_map("c", "default", body={"preconditions": {"uid": "not-it"}})
     assert err.value.status == 409
     assert not gone(core.read_namespaced_config_map, "c", "default")
+
+
+def test_deleting_a_namespace_whose_contents_go_at_once_answers_it(core):
+    core.create_namespace({"metadata": {"name": "brief"}})
+    core.create_namespaced_config_map("brief", {"metadata": {"name": "c"}})
+    deleted = core.delete_namespace("brief")
+    assert deleted["metadata"]["name"] == "brief"  # the typed client hands it over as a dict
+    assert gone(core.read_namespace, "brief")
