@@ -1,7 +1,7 @@
 """Nothing left behind → interruption points tried and leftovers found, the catalog's pass rate
 and wall time under API faults, and the time from SIGINT to exit.
 
-    .venv/bin/python bench/bench_cleanup.py [--scenario conflict.feature] [--rates 0,0.05,0.1] [--sigint-delays 2,3,4,5]
+    .venv/bin/python bench/bench_cleanup.py [--scenario F] [--rates 0,0.05,0.1] [--sigint-delays 0,0.5,1,2] [--skip matrix,faults,sigint]
 
 1. Interruption matrix: the scenario runs in-process on the twin once per API request N, with
    SIGINT sent right after the N-th request (the client layer's hook), N = 1, 2, … until a run is
@@ -9,8 +9,9 @@ and wall time under API faults, and the time from SIGINT to exit.
    ledger: the twin target's own check (store and GPU board) and the run-end check over the API.
 2. API faults: the whole catalog on Path B and Path A at each fault rate (429/500/503/reset/
    latency/watch drop; latency 0.05 s): scenarios passed / run, wall time, leftovers.
-3. SIGINT to exit: `pytest <scenario>` in a child process, SIGINT from outside after each delay
-   (interpreter start included); the time until the child exited, its exit code and last line.
+3. SIGINT to exit: `pytest <scenario>` in a child process, SIGINT from outside each delay after
+   the child's twin started (its work folder appears); the time until the child exited, its exit
+   code and last line.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -72,11 +74,19 @@ def fault_rates(rates: list[float]) -> None:
                   f" {wall:.1f} s wall, {o} objects / {g} GPUs left behind")
 
 
+def _wait_for_the_twin(pid: int, timeout: float = 120.0) -> None:
+    """Until the child's twin exists (its work folder is named after the child's pid)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not list(Path(tempfile.gettempdir()).glob(f"stepgraph-twin-{pid}-*")):
+        time.sleep(0.05)
+
+
 def sigint_to_exit(scenario: str, delays: list[float]) -> None:
     env = {k: v for k, v in os.environ.items() if k != SIGINT_AFTER_ENV}
     for delay in delays:
         child = subprocess.Popen([sys.executable, "-m", "pytest", f"scenarios/multi_dgd/{scenario}", "-q", "-p", "no:cacheprovider"],
                                  cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        _wait_for_the_twin(child.pid)  # the session has started: from here on the run is ours to stop
         time.sleep(delay)
         sent = time.perf_counter()
         child.send_signal(signal.SIGINT)
@@ -91,7 +101,7 @@ def main() -> None:
     parser.add_argument("--scenario", default="conflict.feature")
     parser.add_argument("--limit", type=int, default=400, help="stop the matrix after this many requests")
     parser.add_argument("--rates", default="0,0.05,0.1")
-    parser.add_argument("--sigint-delays", default="2,2.5,3,3.5,4,5")
+    parser.add_argument("--sigint-delays", default="0,0.5,1,1.5,2,3")
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: matrix,faults,sigint")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
