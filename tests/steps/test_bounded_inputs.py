@@ -23,8 +23,9 @@ def test_a_caps_list_of_a_million_gpus_is_a_lint_error_not_a_memory_error(tmp_pa
     scenario = tmp_path / "caps.yaml"
     scenario.write_text('id: X\ntitle: caps\nsteps:\n  - expect:\n      all:\n        - applied_limits: {caps: "350x1000000000000"}\n')
     assert main(["lint", str(scenario)]) == 2
-    out = capsys.readouterr().out
-    assert f"{scenario}:6:34:" in out and "more than 1024 GPUs" in out
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert f"{scenario}:6:34:" in out and "more than 1024 GPUs" in out, out
 
 
 @pytest.mark.parametrize(("text", "problem"), [("350x1025", "more than 1024 GPUs"), ("100001", "more than any GPU draws"),
