@@ -7,6 +7,7 @@ and a virtual clock; the demo scenarios and target-independent steps run on it.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -38,7 +39,8 @@ class Target(Protocol):
     """A factory of sessions. `capabilities` is known before start, so scenarios are gated statically.
 
     Optionally a target has `configure(options)`, called with the `--target-option` values before
-    gating, for capabilities that depend on options (e.g. the twin's world profile)."""
+    gating, for capabilities that depend on options (e.g. the twin's world profile), and `options`,
+    the keys it takes (key → what values), which every `--target-option` must name."""
 
     name: str
     capabilities: frozenset[str]
@@ -60,11 +62,30 @@ class Session:
     poll_interval: float = 1.0  # seconds between attempts of a check under `within`
 
 
+def check_options(target: Target, options: Mapping[str, str]) -> None:
+    """Every `--target-option` key is one the target declares (`options`: key → what it takes);
+    a target that declares none takes none. A silently ignored option would make a run pass
+    that was not the run asked for."""
+    declared: Mapping[str, str] = getattr(target, "options", None) or {}
+    for key, value in options.items():
+        if key in declared:
+            continue
+        close = difflib.get_close_matches(key, list(declared), n=1)
+        guess = f"did you mean {close[0]}? " if close else ""
+        if declared:
+            allowed = "; ".join(f"{k} ({what})" for k, what in sorted(declared.items()))
+            raise TargetConfigError(
+                f"--target-option {key}={value}: target {target.name!r} has no option {key!r} — {guess}its options: {allowed}"
+            )
+        raise TargetConfigError(f"--target-option {key}={value}: target {target.name!r} takes no options — remove it")
+
+
 class LocalTarget:
     """No cluster, virtual time: for scenarios that need nothing."""
 
     name = "local"
     capabilities: frozenset[str] = frozenset()
+    options: Mapping[str, str] = {"tick_seconds": "seconds an agent tick lasts, e.g. 15"}
 
     def start(self, options: Mapping[str, str]) -> Session:
         try:

@@ -18,7 +18,7 @@ from .collect import ITEM_SCENARIO
 from .finalizers import CleanupInterrupted, FinalizerStack
 from .nodes import NodeSession
 from .runinfo import RUN_INFO, RunInfo
-from .target import Target, TargetConfigError, TargetSession, default_target_name, load_target
+from .target import Target, TargetConfigError, TargetSession, check_options, default_target_name, load_target
 
 
 def _target_options(config: pytest.Config) -> dict[str, str]:
@@ -37,6 +37,7 @@ def ensure_target(config: pytest.Config) -> Target:
         name = config.getoption("stepgraph_target") or default_target_name()
         try:
             target = load_target(name)
+            check_options(target, _target_options(config))
             # A target whose capabilities depend on its options (e.g. the twin's world profile) reads
             # them here, before scenarios are gated on those capabilities.
             configure = getattr(target, "configure", None)

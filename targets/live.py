@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import ClassVar
 
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
@@ -66,6 +67,8 @@ class LiveTarget:
     """The `live` target (entry point `stepgraph.targets: live`)."""
 
     name = "live"
+    #: Every `--target-option` key the live target takes (the language rejects any other).
+    options: ClassVar[dict[str, str]] = {"manifests": "the folder of the node's manifests (default examples/manifests/<variant>)"}
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self._env = dict(os.environ if env is None else env)

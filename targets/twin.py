@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
@@ -119,6 +120,16 @@ class TwinTarget:
 
     name = "twin"
     verifies_cleanup = True  # stop() checks the twin itself for leftovers and capped GPUs
+    #: Every `--target-option` key the twin takes (the language rejects any other).
+    options: ClassVar[dict[str, str]] = {
+        "world": "path-b, path-b-dcgm, path-a or a world file (.yaml)",
+        "seed": "an integer",
+        "faults": "a YAML mapping of fault switches, e.g. {nvml_no_permission: true}",
+        "actuator": "nvml or dcgm",
+        "variant": "target or kaim",
+        "world_dgds": "own or keep",
+        "metrics_via": "exec or proxy",
+    }
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self._env = dict(os.environ if env is None else env)

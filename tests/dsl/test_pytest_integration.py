@@ -100,6 +100,7 @@ class RecordingTarget(LocalTarget):
 
 class ConfigurableTarget(LocalTarget):
     name = "configurable"
+    options = {"caps": "capabilities, comma-separated"}
 
     def configure(self, options):
         self.capabilities = frozenset(filter(None, options.get("caps", "").split(",")))
@@ -468,3 +469,16 @@ def test_outline_rows_are_gated_by_their_own_needs(project: pytest.Pytester) -> 
     result = project.runpytest_subprocess("-rs", "--target", "reclib:RecordingTarget")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*target 'recording' lacks nvml*"])
+
+
+def test_an_unknown_target_option_exits_2_listing_the_allowed_ones(project: pytest.Pytester) -> None:
+    scenario(project, "sample.feature", FEATURE)
+    result = project.runpytest_subprocess("--target", "local", "--target-option", "tick_second=5")
+    assert result.ret == 2 and "Traceback" not in result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(
+        ["*stepgraph: --target-option tick_second=5: target 'local' has no option 'tick_second' — did you mean tick_seconds?"
+         " its options: tick_seconds (seconds an agent tick lasts, e.g. 15)*"]
+    )
+    result = project.runpytest_subprocess("--target", "reclib:RecordingTarget", "--target-option", "caps=nvml")
+    assert result.ret == 2
+    result.stdout.fnmatch_lines(["*target 'recording' has no option 'caps' — its options: tick_seconds*"])

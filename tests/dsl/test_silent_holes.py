@@ -106,3 +106,14 @@ def test_yaml_tags_and_empty_steps(compile_source: Callable[..., CompiledFile]) 
         "t.yaml:2:8: unknown tag namespace 'desing' in @desing:B5 — did you mean @design:B5?",
         "t.yaml:3:1: the scenario has no steps — list its steps under `steps:`, one `- key: {params}` per line",
     ]
+
+
+def test_the_twin_rejects_an_option_it_does_not_take() -> None:
+    from stepgraph.dsl import TargetConfigError
+    from stepgraph.dsl.target import check_options
+    from stepgraph.targets.twin import TwinTarget
+
+    check_options(TwinTarget(env={}), {"world": "path-a", "seed": "3"})
+    with pytest.raises(TargetConfigError) as info:
+        check_options(TwinTarget(env={}), {"bogus": "1"})
+    assert str(info.value).startswith("--target-option bogus=1: target 'twin' has no option 'bogus' — its options: actuator (nvml")
