@@ -31,11 +31,16 @@ from .registry import (
     when,
 )
 from .target import DEFAULT_TICK_SECONDS, LocalTarget, Session, Target, TargetConfigError, TargetSession
-from .units import Duration, Power
+from .timing import AGENT_TICK, PLANNER_TICK, POD_START
+from .units import DEFAULT_PLANNER_TICK_SECONDS, Duration, Power, Watts
 
 __all__ = [
+    "AGENT_TICK",
+    "DEFAULT_PLANNER_TICK_SECONDS",
     "DEFAULT_TICK_SECONDS",
     "MUTATING_EFFECTS",
+    "PLANNER_TICK",
+    "POD_START",
     "REGISTRY",
     "BindingError",
     "Bindings",
@@ -62,6 +67,7 @@ __all__ = [
     "TargetConfigError",
     "TargetSession",
     "ThroughoutBroken",
+    "Watts",
     "delta",
     "delta_at_least",
     "delta_exactly",

@@ -12,7 +12,7 @@ from .clock import Clock
 from .eventually import DEFAULT_INTERVAL, eventually, throughout
 from .finalizers import FinalizerStack
 from .target import TargetSession
-from .units import Duration
+from .units import DEFAULT_PLANNER_TICK_SECONDS, Duration
 
 T = TypeVar("T")
 
@@ -50,9 +50,10 @@ class StepContext:
         return self.session.capabilities
 
     def seconds(self, duration: Duration | float) -> float:
-        """A Duration (maybe in agent ticks) or plain seconds → seconds on this target."""
+        """A Duration (maybe in agent or planner ticks) or plain seconds → seconds on this target."""
         if isinstance(duration, Duration):
-            return duration.to_seconds(self.tick_seconds)
+            planner_tick = float(getattr(self.session, "planner_tick_seconds", DEFAULT_PLANNER_TICK_SECONDS))
+            return duration.to_seconds(self.tick_seconds, planner_tick)
         return float(duration)
 
     def resolve(self, value: Any) -> Any:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .bindings import NAME_PATTERN, Ref
-from .units import DURATION_TEXT, POWER_TEXT, Duration, Power
+from .units import DURATION_TEXT, POWER_TEXT, Duration, Power, whole_watts
 
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
 
@@ -56,6 +56,7 @@ register_placeholder_type("int", r"-?\d+", int, str)
 register_placeholder_type("number", r"-?\d+(?:\.\d+)?", _number, str)
 register_placeholder_type("word", r"[A-Za-z_][A-Za-z0-9_.:/-]*", str, str)
 register_placeholder_type("power", POWER_TEXT, str, lambda v: str(Power.parse(v)))
+register_placeholder_type("watts", POWER_TEXT, str, lambda v: f"{whole_watts(v)} W")
 register_placeholder_type("duration", DURATION_TEXT, str, lambda v: str(Duration.parse(v)))
 register_placeholder_type("ref", rf'"{NAME_PATTERN}"|\${NAME_PATTERN}', lambda t: Ref(t.strip('"$')), lambda v: _quote(Ref.parse(v).name))
 register_placeholder_type(

@@ -14,6 +14,7 @@ from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
 from .clock import Clock, ManualClock
+from .units import DEFAULT_PLANNER_TICK_SECONDS
 
 DEFAULT_TICK_SECONDS = 15.0
 TARGET_GROUP = "stepgraph.targets"
@@ -60,6 +61,7 @@ class Session:
     capabilities: set[str] = field(default_factory=set)
     facts: dict[str, Any] = field(default_factory=dict)
     poll_interval: float = 1.0  # seconds between attempts of a check under `within`
+    planner_tick_seconds: float = DEFAULT_PLANNER_TICK_SECONDS  # what `1 planner tick` lasts
 
 
 def check_options(target: Target, options: Mapping[str, str]) -> None:

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import BeforeValidator, GetCoreSchemaHandler, GetJsonSchemaHandler, WithJsonSchema
 from pydantic_core import core_schema
 
 NUMBER = r"\d+(?:\.\d+)?"
 POWER_TEXT = rf"{NUMBER}\s*(?:mW|W|kW)"
-DURATION_TEXT = rf"{NUMBER}\s*(?:ms|s|sec|seconds?|min|minutes?|(?:agent\s+)?ticks?)"
+_DURATION_UNITS = r"ms|s|sec|seconds?|min|minutes?|(?:agent\s+|planner\s+)?ticks?"
+DURATION_TEXT = rf"{NUMBER}\s*(?:{_DURATION_UNITS})"
+#: A planner tick when the target does not say (Dynamo's throughput_adjustment_interval_seconds default).
+DEFAULT_PLANNER_TICK_SECONDS = 60.0
 
 _POWER_RE = re.compile(rf"^\s*({NUMBER})\s*(mW|W|kW)\s*$")
-_DURATION_RE = re.compile(rf"^\s*({NUMBER})\s*(ms|s|sec|seconds?|min|minutes?|(?:agent\s+)?ticks?)\s*$")
+_DURATION_RE = re.compile(rf"^\s*({NUMBER})\s*({_DURATION_UNITS})\s*$")
 _MILLIWATTS_PER = {"mW": 1, "W": 1000, "kW": 1_000_000}
 _SECONDS_PER = {"ms": 0.001, "s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "minute": 60.0, "minutes": 60.0}
 
@@ -63,7 +66,7 @@ class Power(_TextType):
             return cls(round(value * 1000))
         if isinstance(value, str) and (m := _POWER_RE.match(value)):
             return cls(round(float(m.group(1)) * _MILLIWATTS_PER[m.group(2)]))
-        raise ValueError(f"{value!r} is not a power — write it like 300 W or 300000 mW")
+        raise ValueError(f"{value!r} is not a power — {_power_hint(value)}")
 
     @property
     def watts(self) -> float:
@@ -77,10 +80,10 @@ class Power(_TextType):
 
 @dataclass(frozen=True)
 class Duration(_TextType):
-    """A span of time in seconds or in agent ticks; ticks become seconds only at run time."""
+    """A span of time in seconds, agent ticks or planner ticks; ticks become seconds only at run time."""
 
     amount: float
-    unit: str = "s"  # "s" or "tick"
+    unit: str = "s"  # "s", "tick" (an agent tick) or "planner-tick"
     JSON_PATTERN = rf"^\s*{DURATION_TEXT}\s*$"
 
     @classmethod
@@ -88,25 +91,78 @@ class Duration(_TextType):
         if isinstance(value, Duration):
             return value
         if isinstance(value, bool):
-            raise ValueError(f"{value!r} is not a duration — write it like 90 s, 500 ms or 2 agent ticks")
+            raise ValueError(f"{value!r} is not a duration — {_duration_hint(value)}")
         if isinstance(value, int | float):
             return cls(float(value), "s")
         if isinstance(value, str) and (m := _DURATION_RE.match(value)):
             amount, unit = float(m.group(1)), m.group(2)
+            if unit.startswith("planner"):
+                return cls(amount, "planner-tick")
             if unit.endswith(("tick", "ticks")):
                 return cls(amount, "tick")
             return cls(amount * _SECONDS_PER[unit], "s")
-        raise ValueError(f"{value!r} is not a duration — write it like 90 s, 500 ms or 2 agent ticks")
+        raise ValueError(f"{value!r} is not a duration — {_duration_hint(value)}")
 
     @classmethod
     def seconds_of(cls, amount: float) -> Duration:
         return cls(float(amount), "s")
 
-    def to_seconds(self, tick_seconds: float) -> float:
-        """Seconds on a target whose agent ticks last `tick_seconds`."""
-        return self.amount * tick_seconds if self.unit == "tick" else self.amount
+    def to_seconds(self, tick_seconds: float, planner_tick_seconds: float = DEFAULT_PLANNER_TICK_SECONDS) -> float:
+        """Seconds on a target whose agent ticks last `tick_seconds` (and planner ticks `planner_tick_seconds`)."""
+        if self.unit == "tick":
+            return self.amount * tick_seconds
+        if self.unit == "planner-tick":
+            return self.amount * planner_tick_seconds
+        return self.amount
 
     def __str__(self) -> str:
+        plural = "" if self.amount == 1 else "s"
         if self.unit == "tick":
-            return f"{_number_text(self.amount)} agent tick{'' if self.amount == 1 else 's'}"
+            return f"{_number_text(self.amount)} agent tick{plural}"
+        if self.unit == "planner-tick":
+            return f"{_number_text(self.amount)} planner tick{plural}"
         return f"{_number_text(self.amount)} s"
+
+
+def _duration_hint(value: Any) -> str:
+    """What to write instead of a duration in a unit we do not know (`2 tiks`, `90 sec.`, `1 h`)."""
+    unit = re.sub(rf"^\s*{NUMBER}\s*", "", value).strip() if isinstance(value, str) else ""
+    words = {"ms": "ms", "s": "s", "min": "min", "agent ticks": "agent ticks", "planner ticks": "planner ticks"}
+    if unit in _MILLIWATTS_PER or unit.lower() in ("w", "mw", "kw"):
+        return "that is a power, and this takes a duration: write it like 90 s, 500 ms, 2 min, 2 agent ticks or 1 planner tick"
+    if unit in ("h", "hr", "hour", "hours"):
+        return f"write hours in minutes, e.g. {_number_text(float(re.match(NUMBER, value.strip()).group()) * 60)} min"
+    import difflib
+
+    close = difflib.get_close_matches(unit, [*words, "sec", "seconds", "minutes", "ticks", "agent tick", "planner tick"], n=1, cutoff=0.5)
+    if unit and close:
+        return f"did you mean {close[0]!r}? Durations are written like 90 s, 500 ms, 2 min, 2 agent ticks or 1 planner tick"
+    return "write it like 90 s, 500 ms, 2 min, 2 agent ticks or 1 planner tick"
+
+
+def _power_hint(value: Any) -> str:
+    unit = re.sub(rf"^\s*{NUMBER}\s*", "", value).strip() if isinstance(value, str) else ""
+    if unit.lower() in ("w", "mw", "kw", "watt", "watts", "milliwatts"):
+        right = {"w": "W", "watt": "W", "watts": "W", "mw": "mW", "milliwatts": "mW", "kw": "kW"}[unit.lower()]
+        return f"did you mean {right!r}? Write it like 300 W or 300000 mW"
+    if isinstance(value, str) and _DURATION_RE.match(value):
+        return "that is a duration, and this takes a power: write it like 300 W or 300000 mW"
+    return "write it like 300 W or 300000 mW"
+
+
+def whole_watts(value: Any) -> int:
+    """A power in whole watts (an annotation, an NVML limit in W): `280`, `280 W` or `280000 mW` → 280."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    power = Power.parse(value)
+    if power.milliwatts % 1000:
+        raise ValueError(f"{value!r} is not a whole number of watts — this takes whole watts, e.g. 280 W or 280000 mW")
+    return power.milliwatts // 1000
+
+
+#: A step parameter in whole watts that reads `280 W` or `280000 mW` (phrase placeholder `{watts:watts}`).
+Watts = Annotated[
+    int,
+    BeforeValidator(whole_watts),
+    WithJsonSchema({"anyOf": [{"type": "string", "pattern": rf"^\s*{POWER_TEXT}\s*$"}, {"type": "integer", "minimum": 0}]}),
+]

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from stepgraph.dsl import CheckFailed, Params, StepContext, then
+from stepgraph.dsl import AGENT_TICK, CheckFailed, Params, StepContext, then
 
 from ._caps import require_caps_multiset
 from ._cluster import HOSTENGINE_SELECTOR, Cluster, cluster
@@ -45,13 +45,25 @@ def _check(ctx: StepContext, caps: str, which: int, label: str) -> None:
     require_caps_multiset(f"DCGM {label} power limits of the agent groups", caps, observed)
 
 
-@then("dcgm.current_caps", "the DCGM current power limits are {caps} in any GPU order", key="dcgm_current", needs=("dcgm",))
+@then(
+    "dcgm.current_caps",
+    "the DCGM current power limits are {caps} in any GPU order",
+    key="dcgm_current",
+    needs=("dcgm",),
+    min_within=AGENT_TICK,
+)
 def current_caps(ctx: StepContext, params: CapsParams) -> None:
     """§8.6.2: what DCGM reports as each agent group's current power limit."""
     _check(ctx, params.caps, 0, "current")
 
 
-@then("dcgm.target_caps", "the DCGM target power limits are {caps} in any GPU order", key="dcgm_target", needs=("dcgm",))
+@then(
+    "dcgm.target_caps",
+    "the DCGM target power limits are {caps} in any GPU order",
+    key="dcgm_target",
+    needs=("dcgm",),
+    min_within=AGENT_TICK,
+)
 def target_caps(ctx: StepContext, params: CapsParams) -> None:
     """§8.6.3: the registered target configuration (what DCGM re-applies after a reset)."""
     _check(ctx, params.caps, 1, "target")

@@ -20,7 +20,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from stepgraph.dsl import CheckFailed, Params, Ref, StepContext, then, when
+from stepgraph.dsl import POD_START, CheckFailed, Params, Ref, StepContext, Watts, then, when
 
 from ._clients import ClusterError, NotFound, translated
 from ._cluster import DGD_LABEL, POWER_ANNOTATION, ROLE_LABEL, RUN_LABEL, WORKER_SELECTOR, Cluster, RunStamp, cluster
@@ -355,7 +355,7 @@ class PodsRunningParams(Params):
     count: int
 
 
-@then("k8s.pods_running", "{count:int} pods matching {selector} are running on the test node", needs=("k8s",))
+@then("k8s.pods_running", "{count:int} pods matching {selector} are running on the test node", needs=("k8s",), min_within=POD_START)
 def pods_running(ctx: StepContext, params: PodsRunningParams) -> list[str]:
     """Exactly `count` pods with this label selector are Running on the test node."""
     pods = cluster(ctx).pods(params.selector)
@@ -371,7 +371,7 @@ def pods_running(ctx: StepContext, params: PodsRunningParams) -> list[str]:
 
 class RestartParams(Params):
     pod: str
-    watts: int
+    watts: Watts
 
 
 def _put_original_back(ctx: StepContext, params: RestartParams, result: dict[str, Any]) -> None:
@@ -391,7 +391,7 @@ def _put_original_back(ctx: StepContext, params: RestartParams, result: dict[str
 
 @when(
     "k8s.restart_pod",
-    "the pod {pod} is deleted and created again under the same name, annotated {watts:int} W, as {as}",
+    "the pod {pod} is deleted and created again under the same name, annotated {watts:watts}, as {as}",
     key="restart_pod",
     produces="restart record (old and new UID)",
     needs=("k8s", "k8s-write"),
@@ -433,7 +433,7 @@ class PodNewUidParams(Params):
     restarted: Ref
 
 
-@then("k8s.new_uid", "the pod {pod} has a new UID since {restarted:ref}", needs=("k8s",))
+@then("k8s.new_uid", "the pod {pod} has a new UID since {restarted:ref}", needs=("k8s",), min_within=POD_START)
 def has_new_uid(ctx: StepContext, params: PodNewUidParams) -> None:
     """The pod under this name is not the one that was there before the restart."""
     before = ctx.bindings[params.restarted.name]["old_uid"]
@@ -447,7 +447,7 @@ def has_new_uid(ctx: StepContext, params: PodNewUidParams) -> None:
 
 class AnnotateParams(Params):
     pod: str
-    watts: int
+    watts: Watts
 
 
 def _restore_annotation(ctx: StepContext, params: AnnotateParams, previous: str | None) -> None:
@@ -461,7 +461,7 @@ def _patch_power(c: Cluster, pod: str, value: str | None) -> None:
 
 @when(
     "k8s.set_power_annotation",
-    "the power-limit annotation of pod {pod} is set to {watts:int} W", key="annotate",
+    "the power-limit annotation of pod {pod} is set to {watts:watts}", key="annotate",
     needs=("k8s", "k8s-write"),
     effects=("modifies-objects",),
     compensation=_restore_annotation,
@@ -477,7 +477,7 @@ def set_power_annotation(ctx: StepContext, params: AnnotateParams) -> str | None
 class RoleAnnotateParams(Params):
     role: str
     dgd: str
-    watts: int
+    watts: Watts
 
 
 def worker_of(c: Cluster, dgd: str, role: str) -> str:
@@ -494,7 +494,7 @@ def _restore_role_annotation(ctx: StepContext, params: RoleAnnotateParams, previ
 
 @when(
     "k8s.set_worker_annotation",
-    "the power-limit annotation of the {role:word} worker of {dgd} is set to {watts:int} W",
+    "the power-limit annotation of the {role:word} worker of {dgd} is set to {watts:watts}",
     key="annotate_worker",
     needs=("k8s", "k8s-write"),
     effects=("modifies-objects",),
@@ -511,10 +511,10 @@ def set_worker_annotation(ctx: StepContext, params: RoleAnnotateParams) -> tuple
 
 class AnnotationIsParams(Params):
     pod: str
-    watts: int
+    watts: Watts
 
 
-@then("k8s.power_annotation_is", "the power-limit annotation of pod {pod} is {watts:int} W", key="annotation", needs=("k8s",))
+@then("k8s.power_annotation_is", "the power-limit annotation of pod {pod} is {watts:watts}", key="annotation", needs=("k8s",))
 def power_annotation_is(ctx: StepContext, params: AnnotationIsParams) -> None:
     """The pod's power-limit annotation reads exactly this many watts."""
     value = (cluster(ctx).pod(params.pod).metadata.annotations or {}).get(POWER_ANNOTATION)

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from stepgraph.dsl import CheckFailed, NoParams, Params, Ref, StepContext, given, then
+from stepgraph.dsl import AGENT_TICK, POD_START, CheckFailed, NoParams, Params, Ref, StepContext, Watts, given, then
 
 from . import probes
 from ._caps import require_caps_multiset
@@ -69,7 +69,10 @@ class CapsParams(Params):
     caps: WattsList
 
 
-@then("nvml.caps_multiset", "the NVML power limits of all GPUs are {caps} in any GPU order", key="nvml_caps", needs=("nvml",))
+@then(
+    "nvml.caps_multiset", "the NVML power limits of all GPUs are {caps} in any GPU order", key="nvml_caps", needs=("nvml",),
+    min_within=AGENT_TICK,
+)
 def caps_multiset(ctx: StepContext, params: CapsParams) -> None:
     """The multiset of per-GPU NVML limits equals the topology's (GPU assignment is nondeterministic)."""
     require_caps_multiset("NVML power limits (W)", params.caps, cluster(ctx).nvml_caps())
@@ -83,8 +86,7 @@ class NewProcessParams(Params):
     "nvml.new_process_gpu",
     "exactly one GPU has a compute process not in {since:ref}, bound as {as}", key="discover_gpu",
     produces="gpu",
-    needs=("nvml",),
-)
+    needs=("nvml",), min_within=POD_START)
 def new_process_gpu(ctx: StepContext, params: NewProcessParams) -> int:
     """Find the one GPU on which a compute process appeared since the PID baseline."""
     before: dict[int, list[int]] = ctx.bindings[params.since.name]
@@ -102,10 +104,10 @@ def new_process_gpu(ctx: StepContext, params: NewProcessParams) -> int:
 
 class GpuCapParams(Params):
     gpu: Ref
-    watts: int
+    watts: Watts
 
 
-@then("nvml.cap_of_gpu", "the NVML power limit of GPU {gpu:ref} is {watts:int} W", key="nvml_cap", needs=("nvml",))
+@then("nvml.cap_of_gpu", "the NVML power limit of GPU {gpu:ref} is {watts:watts}", key="nvml_cap", needs=("nvml",), min_within=AGENT_TICK)
 def cap_of_gpu(ctx: StepContext, params: GpuCapParams) -> None:
     """One GPU (found earlier, e.g. by process discovery) has exactly this NVML limit."""
     gpu = ctx.bindings[params.gpu.name]
@@ -139,14 +141,17 @@ class AllEqualParams(Params):
     baseline: Ref
 
 
-@then("nvml.all_equal", "the NVML power limit of every GPU equals {baseline:ref}", key="nvml_all_equal", needs=("nvml",))
+@then(
+    "nvml.all_equal", "the NVML power limit of every GPU equals {baseline:ref}", key="nvml_all_equal", needs=("nvml",),
+    min_within=AGENT_TICK,
+)
 def all_equal(ctx: StepContext, params: AllEqualParams) -> None:
     """Recovery: every GPU is back at its baseline limit, index by index."""
     result = ctx.matchers.equal_except(ctx.bindings[params.baseline.name], cluster(ctx).nvml_caps())
     result.require("every GPU at its baseline NVML limit")
 
 
-@then("nvml.all_at_default", "every GPU is at its default NVML power limit", key="nvml_at_default", needs=("nvml",))
+@then("nvml.all_at_default", "every GPU is at its default NVML power limit", key="nvml_at_default", needs=("nvml",), min_within=AGENT_TICK)
 def all_at_default(ctx: StepContext, params: NoParams) -> None:
     """Every GPU's limit equals its NVML default (nothing left capped)."""
     c = cluster(ctx)

@@ -11,7 +11,7 @@ from typing import Annotated
 from kubernetes import client
 from pydantic import AfterValidator
 
-from stepgraph.dsl import CheckFailed, NoParams, Params, StepContext, then, when
+from stepgraph.dsl import PLANNER_TICK, POD_START, CheckFailed, NoParams, Params, StepContext, Watts, then, when
 
 from ._clients import translated
 from ._cluster import DGD_LABEL, PLANNER_SELECTOR, POWER_ANNOTATION, ROLE_LABEL, WORKER_SELECTOR, Cluster, cluster
@@ -62,7 +62,7 @@ class TableParams(Params):
     table: RoleTable
 
 
-@then("planner.worker_annotations", "the worker pods carry the power limits {table}", needs=("k8s",))
+@then("planner.worker_annotations", "the worker pods carry the power limits {table}", needs=("k8s",), min_within=PLANNER_TICK)
 def worker_annotations(ctx: StepContext, params: TableParams) -> None:
     """A1/A2: one worker pod per (DGD, role) of the table, each annotated with its watts."""
     want = parse_role_table(params.table)
@@ -87,7 +87,10 @@ class DgdsParams(Params):
     dgds: str
 
 
-@then("planner.one_per_dgd", "there is one planner pod for each DGD of {dgds}", key="planner_per_dgd", needs=("planner",))
+@then(
+    "planner.one_per_dgd", "there is one planner pod for each DGD of {dgds}", key="planner_per_dgd", needs=("planner",),
+    min_within=POD_START,
+)
 def one_per_dgd(ctx: StepContext, params: DgdsParams) -> None:
     """Exactly one planner pod per named DGD."""
     pods = cluster(ctx).pods(PLANNER_SELECTOR, on_node=False)
@@ -121,12 +124,12 @@ def patches_own_dgd_only(ctx: StepContext, params: NoParams) -> None:
 
 class NoPatchParams(Params):
     dgd: str
-    watts: int
+    watts: Watts
 
 
 @then(
     "planner.never_patched_with",
-    "the planner of {dgd} never patched a pod with {watts:int} W",
+    "the planner of {dgd} never patched a pod with {watts:watts}",
     key="planner_never_patched",
     needs=("planner",),
 )
@@ -143,14 +146,13 @@ def never_patched_with(ctx: StepContext, params: NoPatchParams) -> None:
 class OnlyWorkerParams(Params):
     dgd: str
     role: str
-    watts: int
+    watts: Watts
 
 
 @then(
     "planner.only_worker",
-    "the DGD {dgd} has exactly one worker pod, of role {role}, annotated {watts:int} W",
-    needs=("k8s",),
-)
+    "the DGD {dgd} has exactly one worker pod, of role {role}, annotated {watts:watts}",
+    needs=("k8s",), min_within=PLANNER_TICK)
 def only_worker(ctx: StepContext, params: OnlyWorkerParams) -> None:
     """A3: the aggregated DGD's single worker is its decode worker, carrying the decode limit."""
     pods = [p for p in cluster(ctx).pods(WORKER_SELECTOR) if (p.metadata.labels or {}).get(DGD_LABEL) == params.dgd]

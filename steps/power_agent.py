@@ -15,7 +15,7 @@ from typing import Annotated
 from kubernetes import client
 from pydantic import AfterValidator
 
-from stepgraph.dsl import CheckFailed, NoParams, Params, Ref, StepContext, given, then, when
+from stepgraph.dsl import AGENT_TICK, CheckFailed, NoParams, Params, Ref, StepContext, Watts, given, then, when
 
 from ._caps import require_caps_multiset
 from ._clients import translated
@@ -81,9 +81,7 @@ class DeltaParams(Params):
 
 
 @then(
-    "agent.counter_grew",
-    "the counter {metric} grew by at least {at_least:int} since {since:ref}",
-    needs=("agent",),
+    "agent.counter_grew", "the counter {metric} grew by at least {at_least:int} since {since:ref}", needs=("agent",), min_within=AGENT_TICK
 )
 def counter_grew(ctx: StepContext, params: DeltaParams) -> None:
     """A cumulative counter moved by at least N since the baseline (use over ≥ 2 agent ticks)."""
@@ -117,11 +115,7 @@ class AppliedParams(Params):
     caps: WattsList
 
 
-@then(
-    "agent.applied_limits",
-    "the applied-limit gauge reads {caps} in any GPU order",
-    needs=("agent",),
-)
+@then("agent.applied_limits", "the applied-limit gauge reads {caps} in any GPU order", needs=("agent",), min_within=AGENT_TICK)
 def applied_limits(ctx: StepContext, params: AppliedParams) -> None:
     """B2: `applied_limit_watts{gpu}` over all GPUs equals the topology multiset."""
     observed = {int(k): int(v) for k, v in metric_by_label(cluster(ctx).metrics(), APPLIED_LIMIT, "gpu").items()}
@@ -129,12 +123,12 @@ def applied_limits(ctx: StepContext, params: AppliedParams) -> None:
 
 
 class BystanderParams(Params):
-    watts: int
+    watts: Watts
 
 
 @when(
     "agent.conflict_bystander",
-    "a bystander pod annotated {watts:int} W opens a CUDA context without claiming a GPU, as {as}",
+    "a bystander pod annotated {watts:watts} opens a CUDA context without claiming a GPU, as {as}",
     key="conflict_bystander",
     produces="objects",
     needs=("k8s", "k8s-write"),

@@ -27,7 +27,7 @@ from typing import ClassVar
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from stepgraph.dsl import Session, TargetConfigError, TargetSession
+from stepgraph.dsl import DEFAULT_PLANNER_TICK_SECONDS, Session, TargetConfigError, TargetSession
 from stepgraph.twin import Twin
 from stepgraph.twin.apiserver.errors import ApiError
 from stepgraph.twin.apiserver.selectors import parse_label_selector
@@ -190,6 +190,7 @@ class TwinTarget:
             clock=self.twin.clock,
             kubeconfig=str(self.twin.kubeconfig_path),
             tick_seconds=world.timing.agent_tick_seconds,
+            planner_tick_seconds=max((d.planner_interval_seconds for d in world.dgds), default=DEFAULT_PLANNER_TICK_SECONDS),
             capabilities=set(world_capabilities(world)),
             facts=facts,
         )

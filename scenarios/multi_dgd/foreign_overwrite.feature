@@ -8,6 +8,6 @@ Feature: A foreign overwrite of a worker's annotation is patched back by its own
     And the multi-DGD topology is running on the test node
 
   Scenario: DGD A's prefill worker returns to 350 W after being overwritten with 375 W
-    Given within 3 agent ticks the worker pods carry the power limits "vllm-dgd-a/prefill=350, vllm-dgd-a/decode=325, vllm-dgd-b/prefill=375, vllm-dgd-b/decode=325, vllm-dgd-c/decode=300"
+    Given within 1 planner tick the worker pods carry the power limits "vllm-dgd-a/prefill=350, vllm-dgd-a/decode=325, vllm-dgd-b/prefill=375, vllm-dgd-b/decode=325, vllm-dgd-c/decode=300"
     When the power-limit annotation of the prefill worker of "vllm-dgd-a" is set to 375 W
     Then within 150 s the worker pods carry the power limits "vllm-dgd-a/prefill=350, vllm-dgd-a/decode=325, vllm-dgd-b/prefill=375, vllm-dgd-b/decode=325, vllm-dgd-c/decode=300"

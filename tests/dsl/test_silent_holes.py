@@ -117,3 +117,52 @@ def test_the_twin_rejects_an_option_it_does_not_take() -> None:
     with pytest.raises(TargetConfigError) as info:
         check_options(TwinTarget(env={}), {"bogus": "1"})
     assert str(info.value).startswith("--target-option bogus=1: target 'twin' has no option 'bogus' — its options: actuator (nvml")
+
+
+@pytest.fixture
+def catalog() -> Callable[[str], list[str]]:
+    """Compile Gherkin steps against the real step libraries."""
+    from stepgraph.dsl import REGISTRY
+    from stepgraph.dsl.compiler import compile_text
+
+    REGISTRY.load_entry_points()
+
+    def lint(steps: str) -> list[str]:
+        text = 'Feature: F\n  Scenario: S\n    Given a baseline of the Power Agent counters as "c0"\n' + steps
+        from pathlib import Path
+
+        return [str(d) for d in compile_text(text, Path("c.feature"), "c.feature", REGISTRY).diagnostics]
+
+    return lint
+
+
+@pytest.mark.parametrize(
+    ("step", "expected"),
+    [
+        (
+            'Then within 2 s the NVML power limits of all GPUs are "350, 325×3" in any GPU order',
+            "c.feature:4:5: within 2 s is shorter than nvml.caps_multiset can settle (1 agent tick) — wait at least within 1 agent tick",
+        ),
+        (
+            'Then within 10 s the counter "multi_pod_gpu_total" grew by at least 1 since "c0"',
+            "c.feature:4:5: within 10 s is shorter than agent.counter_grew can settle (1 agent tick) — wait at least within 1 agent tick",
+        ),
+        (
+            'Then within 3 agent ticks the worker pods carry the power limits "a/prefill=350"',
+            "c.feature:4:5: within 3 agent ticks is shorter than planner.worker_annotations can settle (1 planner tick)"
+            " — wait at least within 1 planner tick",
+        ),
+        (
+            'Then within 1 s 1 pods matching "app=x" are running on the test node',
+            "c.feature:4:5: within 1 s is shorter than k8s.pods_running can settle (5 s) — wait at least within 5 s",
+        ),
+    ],
+)
+def test_a_window_shorter_than_the_cause_is_an_error(catalog: Callable[[str], list[str]], step: str, expected: str) -> None:
+    assert catalog(f"    {step}\n") == [expected]
+
+
+def test_power_steps_take_watts_and_milliwatts(catalog: Callable[[str], list[str]]) -> None:
+    assert catalog('    Then within 1 agent tick the NVML power limit of GPU "c0" is 280000 mW\n') == []
+    [message] = catalog('    Then the NVML power limit of GPU "c0" is 280500 mW\n')
+    assert "'280500 mW' is not a whole number of watts — this takes whole watts, e.g. 280 W or 280000 mW" in message
