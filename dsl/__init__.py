@@ -10,7 +10,7 @@ from __future__ import annotations
 if __name__ != "stepgraph.dsl":
     raise ImportError(f"dsl/ is the package stepgraph.dsl; import it by that name, not as {__name__!r}")
 
-from .bindings import BindingError, Bindings, Ref
+from .bindings import BindingError, Bindings, Reads, Ref
 from .clock import Clock, ManualClock, RealClock
 from .context import StepContext
 from .eventually import CheckFailed, EventuallyTimeout, ThroughoutBroken, eventually, throughout
@@ -56,6 +56,7 @@ __all__ = [
     "NoParams",
     "Params",
     "Power",
+    "Reads",
     "RealClock",
     "Ref",
     "Registry",

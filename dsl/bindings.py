@@ -40,6 +40,19 @@ class Ref:
         return f"${self.name}"
 
 
+@dataclass(frozen=True)
+class Reads:
+    """On a Ref field (`Annotated[Ref, Reads("gpu")]`): the kind of value it reads, as the binding
+    step names it in `produces=`. Reading a name bound by a step that produces another kind is a
+    compile-time type error (a text where a GPU index belongs), not a wrong value at run time."""
+
+    kind: str
+
+
+#: `produces=` of a step whose result is a copy of the binding it reads (its kind is that one's).
+SAME_KIND_AS_SOURCE = "copy of a bound value"
+
+
 def is_ref_text(value: Any) -> bool:
     """True for a YAML string that reads a binding (`$name`)."""
     return isinstance(value, str) and value.startswith("$") and bool(_REF_RE.match(value))

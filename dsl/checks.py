@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Iterable
 
+from .bindings import SAME_KIND_AS_SOURCE, Reads, Ref
 from .diagnostics import Diagnostic, Location
 from .ir import Feature, Scenario, StepCall
 from .registry import INCREMENTS, Registry
@@ -25,7 +26,7 @@ def check_feature(
     feature: Feature, registry: Registry, design_ids: Collection[str] | None = None, design_source: str = "", *, dataflow: bool = True
 ) -> list[Diagnostic]:
     found: dict[Diagnostic, None] = {}  # ordered set: background problems are reported once
-    flow = _dataflow(feature) if dataflow else []
+    flow = _dataflow(feature, registry) if dataflow else []
     for diag in (*flow, *_effects(feature), *_timing(feature), *_capabilities(feature, registry), *_duplicates(feature)):
         found[diag] = None
     if design_ids is not None:
@@ -34,10 +35,10 @@ def check_feature(
     return list(found)
 
 
-def _dataflow(feature: Feature) -> list[Diagnostic]:
+def _dataflow(feature: Feature, registry: Registry) -> list[Diagnostic]:
     diags = []
     for scenario in feature.scenarios or [None]:
-        bound: set[str] = set()
+        bound: dict[str, tuple[StepCall, str | None]] = {}  # name → the call that binds it, and the kind it produces
         calls = feature.background + (scenario.steps if scenario else ())
         for call in calls:
             for name in call.reads:
@@ -47,6 +48,7 @@ def _dataflow(feature: Feature) -> list[Diagnostic]:
                             call.location, f"${name} is read before it is bound", f'bind it in an earlier step with as "{name}"', "dataflow"
                         )
                     )
+            diags += _kinds(call, bound, registry)
             if call.bind_as is not None:
                 if call.bind_as in bound:
                     diags.append(
@@ -54,7 +56,35 @@ def _dataflow(feature: Feature) -> list[Diagnostic]:
                             call.location, f'"{call.bind_as}" is already bound', "bindings are immutable — choose another name", "dataflow"
                         )
                     )
-                bound.add(call.bind_as)
+                kind = call.decl.produces
+                if kind == SAME_KIND_AS_SOURCE:
+                    kind = next((bound[n][1] for n in call.reads if n in bound), None)
+                bound.setdefault(call.bind_as, (call, kind))
+    return diags
+
+
+def _kinds(call: StepCall, bound: dict[str, tuple[StepCall, str | None]], registry: Registry) -> list[Diagnostic]:
+    """A Ref field that reads a kind (`Reads("gpu")`) given a name bound to another kind."""
+    diags = []
+    for field, info in type(call.params).model_fields.items():
+        wanted = next((m.kind for m in info.metadata if isinstance(m, Reads)), None)
+        ref = getattr(call.params, field)
+        if wanted is None or not isinstance(ref, Ref) or ref.name not in bound:
+            continue
+        producer, kind = bound[ref.name]
+        if kind is None or kind == wanted:
+            continue
+        makers = sorted(d.id for d in registry if d.produces == wanted)
+        how = f"bind it with {' or '.join(makers)}" if makers else f"bind it with a step that produces {wanted}"
+        diags.append(
+            Diagnostic(
+                call.location,
+                f"{call.step_id}: ${ref.name} holds {kind} (bound by {producer.step_id} at line {producer.location.line}), "
+                f"but parameter {field!r} reads {wanted}",
+                how,
+                "types",
+            )
+        )
     return diags
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.discovery import LazyDiscoverer
@@ -20,7 +20,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from stepgraph.dsl import POD_START, CheckFailed, Params, Ref, StepContext, Watts, then, when
+from stepgraph.dsl import POD_START, CheckFailed, Params, Reads, Ref, StepContext, Watts, then, when
 
 from ._clients import ClusterError, NotFound, translated
 from ._cluster import DGD_LABEL, POWER_ANNOTATION, ROLE_LABEL, RUN_LABEL, WORKER_SELECTOR, Cluster, RunStamp, cluster
@@ -327,7 +327,7 @@ def apply(ctx: StepContext, params: ApplyParams) -> list[ObjectRef]:
 
 
 class DeleteParams(Params):
-    objects: Ref
+    objects: Annotated[Ref, Reads("objects")]
 
 
 def _deleted_stay_gone(ctx: StepContext, params: DeleteParams, result: None) -> None:
@@ -430,7 +430,7 @@ def restart_pod(ctx: StepContext, params: RestartParams) -> dict[str, Any]:
 
 class PodNewUidParams(Params):
     pod: str
-    restarted: Ref
+    restarted: Annotated[Ref, Reads("restart record (old and new UID)")]
 
 
 @then("k8s.new_uid", "the pod {pod} has a new UID since {restarted:ref}", needs=("k8s",), min_within=POD_START)

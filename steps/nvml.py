@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from stepgraph.dsl import AGENT_TICK, POD_START, CheckFailed, NoParams, Params, Ref, StepContext, Watts, given, then
+from stepgraph.dsl import AGENT_TICK, POD_START, CheckFailed, NoParams, Params, Reads, Ref, StepContext, Watts, given, then
 
 from . import probes
 from ._caps import require_caps_multiset
@@ -79,7 +79,7 @@ def caps_multiset(ctx: StepContext, params: CapsParams) -> None:
 
 
 class NewProcessParams(Params):
-    since: Ref
+    since: Annotated[Ref, Reads("pids")]
 
 
 @then(
@@ -103,7 +103,7 @@ def new_process_gpu(ctx: StepContext, params: NewProcessParams) -> int:
 
 
 class GpuCapParams(Params):
-    gpu: Ref
+    gpu: Annotated[Ref, Reads("gpu")]
     watts: Watts
 
 
@@ -121,8 +121,8 @@ def cap_of_gpu(ctx: StepContext, params: GpuCapParams) -> None:
 
 
 class OthersParams(Params):
-    gpu: Ref
-    baseline: Ref
+    gpu: Annotated[Ref, Reads("gpu")]
+    baseline: Annotated[Ref, Reads("caps")]
 
 
 @then(
@@ -138,7 +138,7 @@ def others_unchanged(ctx: StepContext, params: OthersParams) -> None:
 
 
 class AllEqualParams(Params):
-    baseline: Ref
+    baseline: Annotated[Ref, Reads("caps")]
 
 
 @then(

@@ -15,7 +15,7 @@ from typing import Annotated
 from kubernetes import client
 from pydantic import AfterValidator
 
-from stepgraph.dsl import AGENT_TICK, CheckFailed, NoParams, Params, Ref, StepContext, Watts, given, then, when
+from stepgraph.dsl import AGENT_TICK, CheckFailed, NoParams, Params, Reads, Ref, StepContext, Watts, given, then, when
 
 from ._caps import require_caps_multiset
 from ._clients import translated
@@ -77,7 +77,7 @@ def _counter_since(ctx: StepContext, metric: str, since: Ref) -> tuple[float, fl
 class DeltaParams(Params):
     metric: MetricRef
     at_least: int
-    since: Ref
+    since: Annotated[Ref, Reads("metrics")]
 
 
 @then(
@@ -96,7 +96,7 @@ def counter_grew(ctx: StepContext, params: DeltaParams) -> None:
 
 class UnchangedParams(Params):
     metric: MetricRef
-    since: Ref
+    since: Annotated[Ref, Reads("metrics")]
 
 
 @then("agent.counter_unchanged", "the counter {metric} did not change since {since:ref}", needs=("agent",))

@@ -163,6 +163,23 @@ def test_a_window_shorter_than_the_cause_is_an_error(catalog: Callable[[str], li
 
 
 def test_power_steps_take_watts_and_milliwatts(catalog: Callable[[str], list[str]]) -> None:
-    assert catalog('    Then within 1 agent tick the NVML power limit of GPU "c0" is 280000 mW\n') == []
-    [message] = catalog('    Then the NVML power limit of GPU "c0" is 280500 mW\n')
+    assert catalog('    Then the power-limit annotation of pod "p" is 280000 mW\n') == []
+    [message] = catalog('    Then the power-limit annotation of pod "p" is 280500 mW\n')
     assert "'280500 mW' is not a whole number of watts — this takes whole watts, e.g. 280 W or 280000 mW" in message
+
+
+def test_a_bound_value_of_the_wrong_kind_is_a_type_error(catalog: Callable[[str], list[str]]) -> None:
+    steps = (
+        '    And the value "3" is bound as "gpu"\n'
+        '    And a baseline of the NVML power limit of every GPU as "caps0"\n'
+        '    And a snapshot of "caps0" is taken as "caps1"\n'
+        '    Then the NVML power limit of GPU "gpu" is 280 W\n'
+        '    And the NVML power limit of every GPU equals "caps1"\n'
+        '    And the counter "multi_pod_gpu_total" did not change since "caps0"\n'
+    )
+    assert catalog(steps) == [
+        "c.feature:7:5: nvml.cap_of_gpu: $gpu holds text (bound by common.bind at line 4), but parameter 'gpu' reads gpu"
+        " — bind it with nvml.new_process_gpu",
+        "c.feature:9:5: agent.counter_unchanged: $caps0 holds caps (bound by nvml.baseline_caps at line 5), but parameter 'since'"
+        " reads metrics — bind it with agent.baseline",
+    ]
