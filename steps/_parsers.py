@@ -29,16 +29,32 @@ class Sample:
     value: float
 
 
-def parse_metrics(text: str) -> list[Sample]:
+class Scrape(list[Sample]):
+    """The samples of one scrape, and the names of every family it declared (`families`): a
+    labelled counter declares its family before its first sample, so a family missing from
+    `families` is absent, not zero."""
+
+    families: frozenset[str] = frozenset()
+
+
+def parse_metrics(text: str) -> Scrape:
     """Every sample of a Prometheus text exposition (the agent's :9100/metrics page)."""
     try:
-        return [
-            Sample(s.name, dict(s.labels), float(s.value))
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-        ]
+        families = list(text_string_to_metric_families(text))
     except ValueError as exc:
         raise OutputFormatError(f"not Prometheus text ({exc}): {text[:200]!r}") from exc
+    scrape = Scrape(Sample(s.name, dict(s.labels), float(s.value)) for family in families for s in family.samples)
+    # prometheus_client names a counter family without its `_total`; keep both spellings
+    scrape.families = frozenset(name for f in families for name in (f.name, f"{f.name}_total" if f.type == "counter" else f.name))
+    return scrape
+
+
+def has_family(samples: Iterable[Sample], name: str) -> bool:
+    """Whether a scrape declared the family `name` (with or without `_total`)."""
+    families = getattr(samples, "families", None)
+    if families is None:  # a plain list of samples (a value bound before scrapes kept their families)
+        return any(_matches(s, name, None) for s in samples)
+    return name in families or f"{name}_total" in families
 
 
 def _matches(sample: Sample, name: str, labels: Mapping[str, str] | None) -> bool:

@@ -10,6 +10,7 @@ is declared `absolute`, so the compiler flags it after any scenario that increme
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated
 
 from kubernetes import client
@@ -20,13 +21,60 @@ from stepgraph.dsl import AGENT_TICK, CheckFailed, NoParams, Params, Reads, Ref,
 from ._caps import require_caps_multiset
 from ._clients import translated
 from ._cluster import AGENT_SELECTOR, POWER_ANNOTATION, Cluster, cluster
-from ._parsers import Sample, metric_by_label, metric_sum, parse_kv_lines, watts_list
+from ._parsers import Sample, has_family, metric_by_label, metric_sum, parse_kv_lines, watts_list
 from ._probe_pod import run_in_probe_pod
 from .k8s import ObjectRef, apply_documents, delete_created, load_manifest
 
 PREFIX = "dynamo_power_agent_"
 BYSTANDER_MANIFEST = "40-conflict-bystander.yaml"
 APPLIED_LIMIT = PREFIX + "applied_limit_watts"
+
+
+#: The Power Agent's metric families (without the prefix) per generation, with their labels and
+#: each label's values where the agent fixes them (None: any value). From the contract's reading
+#: of the agent source: PA-9790 (and the opt-in variant) and PA-late, which dropped
+#: dcgm_enforce_failures_total with Enforce.
+_COUNTERS_9790: dict[str, dict[str, frozenset[str] | None]] = {
+    "multi_pod_gpu_total": {"disposition": frozenset({"agree", "conflict"})},
+    "safe_default_applied_total": {},
+    "apply_failures_total": {},
+    "cap_clamped_total": {"direction": frozenset({"min", "max"})},
+    "k8s_list_failures_total": {},
+    "dcgm_enforce_failures_total": {},
+}
+GAUGES: dict[str, dict[str, frozenset[str] | None]] = {"applied_limit_watts": {"gpu": None}}
+COUNTERS_BY_GENERATION = {
+    "pa-9790": _COUNTERS_9790,
+    "pa-optin": _COUNTERS_9790,
+    "pa-late": {k: v for k, v in _COUNTERS_9790.items() if k != "dcgm_enforce_failures_total"},
+}
+COUNTERS = {name: labels for counters in COUNTERS_BY_GENERATION.values() for name, labels in counters.items()}
+
+
+def check_counter_ref(name: str, labels: dict[str, str], text: str) -> None:
+    """A counter family and labels the agent declares (some generation of it), or a ValueError
+    with the spelling meant: a typo would otherwise read an absent family as 0, before and after."""
+    short = name.removeprefix(PREFIX)
+    if short in GAUGES:
+        raise ValueError(f"{text!r} is a gauge, not a counter — counters: {', '.join(sorted(COUNTERS))}")
+    if short not in COUNTERS and f"{short}_total" in COUNTERS:
+        short = f"{short}_total"
+    if short not in COUNTERS:
+        close = difflib.get_close_matches(short, list(COUNTERS), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else f"the agent's counters: {', '.join(sorted(COUNTERS))}"
+        raise ValueError(f"{text!r}: the Power Agent has no counter {short!r} — {hint}")
+    declared = COUNTERS[short]
+    for key, value in labels.items():
+        if key not in declared:
+            allowed = ", ".join(sorted(declared)) or "none"
+            raise ValueError(f"{text!r}: {short} has no label {key!r} — its labels: {allowed}")
+        values = declared[key]
+        if values is not None and value not in values:
+            raise ValueError(f"{text!r}: {short}{{{key}}} is never {value!r} — it is one of {', '.join(sorted(values))}")
+
+
+def generations_with(short: str) -> list[str]:
+    return sorted(g for g, counters in COUNTERS_BY_GENERATION.items() if short in counters)
 
 
 def parse_metric_ref(text: str) -> tuple[str, dict[str, str]]:
@@ -48,7 +96,7 @@ def parse_metric_ref(text: str) -> tuple[str, dict[str, str]]:
 
 
 def _metric_ref(text: str) -> str:
-    parse_metric_ref(text)
+    check_counter_ref(*parse_metric_ref(text), text)
     return text
 
 
@@ -68,10 +116,26 @@ def baseline(ctx: StepContext, params: NoParams) -> list[Sample]:
     return cluster(ctx).metrics()
 
 
-def _counter_since(ctx: StepContext, metric: str, since: Ref) -> tuple[float, float]:
-    """A counter's sum in the baseline bound as `since`, and now (an absent family counts as 0)."""
+def _counter_since(ctx: StepContext, metric: str, since: Ref, *, may_be_absent: bool = False) -> tuple[float, float] | None:
+    """A counter's sum in the baseline bound as `since`, and now. A family the agent does not
+    expose fails the check (it would read 0 before and after) — or, when the step allows it,
+    gives None."""
     name, labels = parse_metric_ref(metric)
-    return metric_sum(ctx.bindings[since.name], name, labels), metric_sum(cluster(ctx).metrics(), name, labels)
+    before, now = ctx.bindings[since.name], cluster(ctx).metrics()
+    present = [has_family(scrape, name) for scrape in (before, now)]
+    if not all(present):
+        if may_be_absent and not any(present):
+            return None
+        short = name.removeprefix(PREFIX)
+        where = "in the baseline" if present[1] else "now" if present[0] else "in the baseline or now"
+        scraped = sorted(f.removeprefix(PREFIX) for f in getattr(now, "families", ()) if f.endswith("_total"))
+        raise CheckFailed(
+            f"counter family {short} is absent from the agent's metrics {where} (declared by generations"
+            f" {', '.join(generations_with(short))}); write `… or absent` if this agent may not have it",
+            expected=f"{short} present",
+            observed=f"scraped counters: {', '.join(scraped) or 'none'}",
+        )
+    return metric_sum(before, name, labels), metric_sum(now, name, labels)
 
 
 class DeltaParams(Params):
@@ -85,7 +149,9 @@ class DeltaParams(Params):
 )
 def counter_grew(ctx: StepContext, params: DeltaParams) -> None:
     """A cumulative counter moved by at least N since the baseline (use over ≥ 2 agent ticks)."""
-    before, now = _counter_since(ctx, params.metric, params.since)
+    counted = _counter_since(ctx, params.metric, params.since)
+    assert counted is not None
+    before, now = counted
     if now - before < params.at_least:
         raise CheckFailed(
             f"counter {params.metric} since {params.since.name}",
@@ -101,8 +167,26 @@ class UnchangedParams(Params):
 
 @then("agent.counter_unchanged", "the counter {metric} did not change since {since:ref}", needs=("agent",))
 def counter_unchanged(ctx: StepContext, params: UnchangedParams) -> None:
-    """A cumulative counter did not move since the baseline (an absent family counts as 0)."""
-    before, now = _counter_since(ctx, params.metric, params.since)
+    """A cumulative counter did not move since the baseline (its family must be there)."""
+    _require_unchanged(ctx, params, may_be_absent=False)
+
+
+@then(
+    "agent.counter_unchanged_or_absent",
+    "the counter {metric} did not change since {since:ref}, or is absent",
+    needs=("agent",),
+)
+def counter_unchanged_or_absent(ctx: StepContext, params: UnchangedParams) -> None:
+    """Like `did not change since`, for a family some agent generations do not have (PA-late has
+    no dcgm_enforce_failures_total): absent in the baseline and now also passes."""
+    _require_unchanged(ctx, params, may_be_absent=True)
+
+
+def _require_unchanged(ctx: StepContext, params: UnchangedParams, *, may_be_absent: bool) -> None:
+    counted = _counter_since(ctx, params.metric, params.since, may_be_absent=may_be_absent)
+    if counted is None:
+        return
+    before, now = counted
     if now != before:
         raise CheckFailed(
             f"counter {params.metric} since {params.since.name}",
@@ -166,7 +250,11 @@ def counter_is(ctx: StepContext, params: CounterIsParams) -> None:
     what ran before in the same agent lifetime, so static check 7 rejects it after a scenario that
     increments the counters; prefer `did not change since` a baseline."""
     name, labels = parse_metric_ref(params.metric)
-    now = metric_sum(cluster(ctx).metrics(), name, labels)
+    scrape = cluster(ctx).metrics()
+    if not has_family(scrape, name):
+        short = name.removeprefix(PREFIX)
+        raise CheckFailed(f"counter family {short} is absent from the agent's metrics", expected=f"{params.value:g}", observed="absent")
+    now = metric_sum(scrape, name, labels)
     if now != params.value:
         raise CheckFailed(f"counter {params.metric}", expected=f"{params.value:g}", observed=f"{now:g}")
 
