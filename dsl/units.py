@@ -126,7 +126,9 @@ class Duration(_TextType):
 
 def _duration_hint(value: Any) -> str:
     """What to write instead of a duration in a unit we do not know (`2 tiks`, `90 sec.`, `1 h`)."""
-    unit = re.sub(rf"^\s*{NUMBER}\s*", "", value).strip() if isinstance(value, str) else ""
+    if not isinstance(value, str) or not re.match(rf"^\s*{NUMBER}", value):
+        return "write it like 90 s, 500 ms, 2 min, 2 agent ticks or 1 planner tick"
+    unit = re.sub(rf"^\s*{NUMBER}\s*", "", value).strip()
     words = {"ms": "ms", "s": "s", "min": "min", "agent ticks": "agent ticks", "planner ticks": "planner ticks"}
     if unit in _MILLIWATTS_PER or unit.lower() in ("w", "mw", "kw"):
         return "that is a power, and this takes a duration: write it like 90 s, 500 ms, 2 min, 2 agent ticks or 1 planner tick"
@@ -141,7 +143,7 @@ def _duration_hint(value: Any) -> str:
 
 
 def _power_hint(value: Any) -> str:
-    unit = re.sub(rf"^\s*{NUMBER}\s*", "", value).strip() if isinstance(value, str) else ""
+    unit = re.sub(rf"^\s*{NUMBER}\s*", "", value).strip() if isinstance(value, str) and re.match(rf"^\s*{NUMBER}", value) else ""
     if unit.lower() in ("w", "mw", "kw", "watt", "watts", "milliwatts"):
         right = {"w": "W", "watt": "W", "watts": "W", "mw": "mW", "milliwatts": "mW", "kw": "kW"}[unit.lower()]
         return f"did you mean {right!r}? Write it like 300 W or 300000 mW"

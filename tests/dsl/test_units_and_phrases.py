@@ -72,3 +72,23 @@ def test_registry_matches_within_only_for_checks() -> None:
     [m] = reg.match("within 3 s the thing holds")
     assert m.decl.id == "demo.holds" and m.window == Window("within", Duration(3, "s"))
     assert reg.match("within 3 s the thing acts") == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "hint"),
+    [
+        (Duration, "2 tiks", "did you mean 'ticks'?"),
+        (Duration, "1 h", "write hours in minutes, e.g. 60 min"),
+        (Duration, "3 W", "that is a power, and this takes a duration"),
+        (Power, "300 w", "did you mean 'W'?"),
+        (Power, "2 s", "that is a duration, and this takes a power"),
+    ],
+)
+def test_a_wrong_unit_suggests_the_right_one(kind: type, text: str, hint: str) -> None:
+    with pytest.raises(ValueError) as error:
+        kind.parse(text)
+    assert hint in str(error.value)
+
+
+def test_planner_ticks_become_seconds_on_the_target() -> None:
+    assert Duration.parse("2 planner ticks").to_seconds(15, 30) == 60 and str(Duration.parse("1 planner tick")) == "1 planner tick"
