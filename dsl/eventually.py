@@ -17,16 +17,19 @@ from .clock import Clock
 T = TypeVar("T")
 
 DEFAULT_INTERVAL = 1.0
+HISTORY = 3  # observations a failure shows
 
 
 class CheckFailed(AssertionError):
     """A check did not hold; carries what was expected and what was observed."""
 
-    def __init__(self, message: str, *, expected: Any = None, observed: Any = None) -> None:
+    def __init__(self, message: str, *, expected: Any = None, observed: Any = None, history: Any = ()) -> None:
         super().__init__(message)
         self.message = message
         self.expected = expected
         self.observed = observed
+        #: The last observations before the verdict: (seconds since the window opened, observed).
+        self.history: tuple[tuple[float, Any], ...] = tuple(history)
 
     def __str__(self) -> str:
         parts = [self.message]
@@ -52,14 +55,17 @@ def eventually(
     """Call `condition` until it returns without AssertionError, at most until `timeout` seconds pass."""
     if timeout < 0 or interval <= 0:
         raise ValueError("eventually: timeout must be ≥ 0 and interval > 0")
-    deadline = clock.now() + timeout
+    start = clock.now()
+    deadline = start + timeout
     attempts = 0
+    history: list[tuple[float, Any]] = []
     while True:
         attempts += 1
         try:
             return condition()
         except AssertionError as failure:
             last = failure
+            history = [*history[-(HISTORY - 1) :], (clock.now() - start, getattr(failure, "observed", None) or str(failure))]
         remaining = deadline - clock.now()
         if remaining <= 0:
             break
@@ -70,7 +76,7 @@ def eventually(
     message = f"{what}still failing after {timeout:g} s ({attempts} attempts)"
     if expected is None and observed is None:
         message += f"; last failure: {last}"
-    raise EventuallyTimeout(message, expected=expected, observed=observed) from last
+    raise EventuallyTimeout(message, expected=expected, observed=observed, history=history) from last
 
 
 class ThroughoutBroken(CheckFailed):
@@ -104,7 +110,7 @@ def throughout(
             observed = getattr(failure, "observed", None)
             if expected is None and observed is None:
                 message += f"; failure: {failure}"
-            raise ThroughoutBroken(message, expected=expected, observed=observed) from failure
+            raise ThroughoutBroken(message, expected=expected, observed=observed, history=[(held, observed)]) from failure
         remaining = deadline - clock.now()
         if remaining <= 0:
             return value

@@ -22,6 +22,8 @@ from .bdd_steps import STEP_LOCATION, set_attachment
 from .checks import order_hazards
 from .collect import GENERATED_DIR, ITEM_SCENARIO, TAG_KINDS, ScenarioModule
 from .compiler import SCENARIO_SUFFIXES
+from .eventually import CheckFailed
+from .failures import failure_block
 from .nodes import add_option as add_nodes_option
 from .nodes import make_scheduler, record_node
 from .nodes import parametrize as parametrize_by_node
@@ -187,3 +189,42 @@ def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenari
     scenario_info = info.scenario(feature.filename, scenario.name) if info else None
     if scenario_info is not None:
         request.node.stash[STEP_LOCATION] = scenario_info.location_of(step.line_number)
+
+
+#: The step that failed in a scenario item: (where it is written, its text, the failure).
+FAILED_STEP = pytest.StashKey[tuple[str, str, BaseException]]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_bdd_step_error(
+    request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any, step_func: Any, step_func_args: Any, exception: BaseException
+) -> None:
+    location = request.node.stash.get(STEP_LOCATION, None)
+    request.node.stash[FAILED_STEP] = (str(location or f"{feature.filename}:{step.line_number}"), f"{step.keyword} {step.name}", exception)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed check of a scenario is reported as one block (see failures.py), not a traceback."""
+    report = yield
+    failed = item.stash.get(FAILED_STEP, None)
+    if report.when == "call" and report.failed and failed is not None and ITEM_SCENARIO in item.stash:
+        location, text, exception = failed
+        report.stepgraph_failed_step = f"{location}: {text}"  # type: ignore[attr-defined]
+        if isinstance(exception, CheckFailed):
+            info = item.stash[ITEM_SCENARIO]
+            report.longrepr = failure_block(location, text, info.scenario.name, str(info.scenario.location), exception)
+    if report.skipped and ITEM_SCENARIO in item.stash:
+        report.stepgraph_skipped = True  # type: ignore[attr-defined]
+    return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    """The word the terminal (and the gherkin reporter) prints for a scenario: a failure names its
+    step, a skip its reason."""
+    failed_step = getattr(report, "stepgraph_failed_step", None)
+    if failed_step is not None:
+        return "failed", "F", f"FAILED at {failed_step}"
+    if getattr(report, "stepgraph_skipped", False) and isinstance(report.longrepr, tuple):
+        return "skipped", "s", f"SKIPPED ({str(report.longrepr[2]).removeprefix('Skipped: ')})"
+    return None

@@ -1,0 +1,42 @@
+"""A failed check → one block a reviewer can act on: where the step is written, what it says,
+expected against observed (side by side per GPU when both are keyed), and the last observations
+with their times on the target's clock. No traceback: the frames are the framework's, not the
+scenario's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .eventually import CheckFailed
+
+
+def failure_block(step_location: str, step_text: str, scenario: str, scenario_location: str, failure: CheckFailed) -> str:
+    lines = [f"{step_location}: {step_text}", f"  in scenario {scenario!r} ({scenario_location})", f"  {failure.message}"]
+    lines += ["  " + line for line in compare(failure.expected, failure.observed)]
+    if failure.history:
+        lines.append("  last observations (time since the window opened):")
+        lines += [f"    +{t:g} s  {_text(observed)}" for t, observed in failure.history]
+    return "\n".join(lines)
+
+
+def compare(expected: Any, observed: Any) -> list[str]:
+    """`expected: …` / `observed: …`, or a per-key table when both are mappings (per GPU)."""
+    if isinstance(expected, Mapping) and isinstance(observed, Mapping):
+        keys = sorted({*expected, *observed}, key=lambda k: (str(type(k)), k))
+        rows = [("", "expected", "observed", "")] + [
+            (str(k), _text(expected.get(k, "—")), _text(observed.get(k, "—")), "" if expected.get(k) == observed.get(k) else "✗")
+            for k in keys
+        ]
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        return [("  ".join(cell.ljust(w) for cell, w in zip(r[:3], widths, strict=True)) + "  " + r[3]).rstrip() for r in rows]
+    out = []
+    if expected is not None:
+        out.append(f"expected: {_text(expected)}")
+    if observed is not None:
+        out.append(f"observed: {_text(observed)}")
+    return out
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else repr(value)
