@@ -1,0 +1,5 @@
+Feature: QA mistake
+    Given the Power Agent is running on the test node
+
+  Scenario: S
+    When we wait 1 agent tick

@@ -1,0 +1,6 @@
+Feature: QA mistake
+  Back﻿ground:
+    Given the Power Agent is running on the test node
+
+  Scenario: S
+    When we wait 1 agent tick

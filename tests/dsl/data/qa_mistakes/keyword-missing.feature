@@ -1,0 +1,4 @@
+Feature: QA mistake
+  Scenario: S
+    the Power Agent is running on the test node
+    When we wait 1 agent tick

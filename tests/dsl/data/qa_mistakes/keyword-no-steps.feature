@@ -1,0 +1,2 @@
+Feature: QA mistake
+  Scenario: S

@@ -1,0 +1,4 @@
+@needs=nvml
+Feature: QA mistake
+  Scenario: S
+    Given the Power Agent is running on the test node

@@ -1,0 +1,3 @@
+Feature: QA mistake
+  Scenario: S
+    Then the power-limit annotation of pod "p" is 280500 mW

@@ -1,0 +1,3 @@
+Feature: QA mistake
+  Scenario: S
+    Then within 1 s 1 pods matching "app=x" are running on the test node
