@@ -21,7 +21,12 @@ def failure_block(step_location: str, step_text: str, scenario: str, scenario_lo
 
 
 def compare(expected: Any, observed: Any) -> list[str]:
-    """`expected: …` / `observed: …`, or a per-key table when both are mappings (per GPU)."""
+    """`expected: …` / `observed: …`, and a per-key table when both are mappings (per GPU)."""
+    out = []
+    if expected is not None:
+        out.append(f"expected: {_text(expected)}")
+    if observed is not None:
+        out.append(f"observed: {_text(observed)}")
     if isinstance(expected, Mapping) and isinstance(observed, Mapping):
         keys = sorted({*expected, *observed}, key=lambda k: (str(type(k)), k))
         rows = [("", "expected", "observed", "")] + [
@@ -29,14 +34,9 @@ def compare(expected: Any, observed: Any) -> list[str]:
             for k in keys
         ]
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        return [("  ".join(cell.ljust(w) for cell, w in zip(r[:3], widths, strict=True)) + "  " + r[3]).rstrip() for r in rows]
-    out = []
-    if expected is not None:
-        out.append(f"expected: {_text(expected)}")
-    if observed is not None:
-        out.append(f"observed: {_text(observed)}")
+        out += [("  ".join(cell.ljust(w) for cell, w in zip(r[:3], widths, strict=True)) + "  " + r[3]).rstrip() for r in rows]
     return out
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else repr(value)
+    return str(value)
