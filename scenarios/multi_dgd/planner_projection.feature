@@ -8,7 +8,7 @@ Feature: Each planner projects its own DGD's power, on its own metrics port
     And the multi-DGD topology is running on the test node
 
   Scenario: Three planners, three projections, each from its own DGD's workers
-    Given within 3 agent ticks the worker pods carry the power limits "vllm-dgd-a/prefill=350, vllm-dgd-a/decode=325, vllm-dgd-b/prefill=375, vllm-dgd-b/decode=325, vllm-dgd-c/decode=300"
+    Given within 1 planner tick the worker pods carry the power limits "vllm-dgd-a/prefill=350, vllm-dgd-a/decode=325, vllm-dgd-b/prefill=375, vllm-dgd-b/decode=325, vllm-dgd-c/decode=300"
     Then the planner of "vllm-dgd-a" projects 675 W against a budget of 800 W
     And the planner of "vllm-dgd-b" projects 1400 W against a budget of 1500 W
     And the planner of "vllm-dgd-c" projects 600 W against a budget of 800 W
