@@ -1,8 +1,9 @@
 """Results document → Cucumber JSON, with every step and the true status of each.
 
 Unlike pytest-bdd's `--cucumberjson`: undefined steps are `undefined` (not `passed`), skipped
-scenarios are present with all their steps `skipped` (the reason as the error message), errors in
-setup/teardown appear as failed `before`/`after` hooks, and it works under pytest-xdist.
+scenarios are present with all their steps `skipped` and the skip reason as each one's error
+message, errors in setup/teardown appear as failed `before`/`after` hooks, and it works under
+pytest-xdist.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ def _element(record: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = {"status": step["status"], "duration": int(step["duration_s"] * NANOS)}
         if step.get("error"):
             result["error_message"] = step["error"]
+        elif step["status"] == "skipped" and record["outcome"] == "skipped" and record["reason"]:
+            result["error_message"] = record["reason"]  # a scenario skipped before it ran: say why on every step
         steps.append({"keyword": step["keyword"] + " ", "name": step["name"], "line": step["line"],
                       "match": {"location": f"{record['feature']['file']}:{step['line']}"}, "result": result})
     element = {

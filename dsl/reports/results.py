@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from collections import Counter
 from datetime import datetime
 from functools import cache
@@ -59,13 +59,15 @@ def write_atomically(path: str | Path, text: str) -> None:
     """Write all or nothing: a crash mid-write never leaves a truncated report behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    # A unique name opened with "x" (not mkstemp, which makes 0600 files): the report gets the mode
+    # every file gets under the umask, so CI artifact readers running as another user can read it.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
+        with open(tmp, "x", encoding="utf-8") as out:
             out.write(text)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -91,9 +91,13 @@ def test_cucumber_json_is_strict_where_pytest_bdds_is_not(sample_runs: dict[str,
 
 @pytest.mark.parametrize("mode", list(SAMPLE_MODES))
 def test_junit_xml_maps_outcomes_strictly(sample_runs: dict[str, Path], mode: str) -> None:
-    suite = ET.parse(sample_runs[mode] / "out" / "junit.xml").getroot().find("testsuite")
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("7", "2", "2", "2")
-    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    root = ET.parse(sample_runs[mode] / "out" / "junit.xml").getroot()
+    suites = root.findall("testsuite")  # one per feature file and world: "Leaky world" runs in its own world
+    assert [(s.get("file"), s.find("properties/property[@name='world']").get("value")) for s in suites] == [
+        ("power.feature", "stub-workers"), ("power.feature", "leaky-world")]
+    totals = [sum(int(s.get(kind)) for s in suites) for kind in ("tests", "failures", "errors", "skipped")]
+    assert totals == [7, 2, 2, 2] and (root.get("tests"), root.get("failures"), root.get("errors")) == ("7", "2", "2")
+    cases = {case.get("name"): case for case in root.iter("testcase")}
     assert cases["Planner flips a cap"].find("failure").get("type") == "undefined"
     assert cases["Hostengine flaps"].find("skipped").get("message") == "needs DCGM: no hostengine on this target"
     assert "When the agent reconciles ... passed" in cases["Caps land on every GPU"].find("system-out").text
