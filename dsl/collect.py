@@ -1,15 +1,17 @@
 """Scenario files → pytest collectors: compile, render YAML to Gherkin, hand scenarios to pytest-bdd.
 
 Each file under `stepgraph_paths` is compiled (all static checks; errors become a collection
-error listing every `file:line:col` line). YAML is rendered to a generated `.feature` in a
-temporary folder with a `@source:<file>:<line>` tag per scenario. Every tag becomes a registered
+error listing every `file:line:col` line). YAML is rendered to a generated `.feature` under
+<rootdir>/.stepgraph/features with a `@source:<file>:<line>` tag per scenario. Every tag becomes a registered
 marker. Scenarios are bound through pytest-bdd's public `scenario()` decorator.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import secrets
 import types
 import unicodedata
 from pathlib import Path
@@ -19,7 +21,6 @@ import pytest
 from gherkin.parser import Parser
 from pytest_bdd import scenario as bdd_scenario
 
-from . import tempdirs
 from .bdd_steps import register_steps
 from .compiler import YAML_SUFFIXES, compile_file
 from .diagnostics import Location
@@ -29,7 +30,6 @@ from .registry import REGISTRY, Registry, StepDeclarationError
 from .render import RenderError, to_gherkin
 from .runinfo import RUN_INFO, ScenarioInfo
 
-GENERATED_DIR = pytest.StashKey[Path]()
 TAG_KINDS = {
     "id": "requirement id, e.g. @id:B5",
     "design": "design-doc id, e.g. @design:8.5.7",
@@ -126,11 +126,8 @@ class ScenarioModule(pytest.Module):
         return module
 
     def _render_yaml(self, feature: Feature, display: str) -> Path:
-        config = self.config
-        if GENERATED_DIR not in config.stash:
-            config.stash[GENERATED_DIR] = tempdirs.make("features")
-        target = config.stash[GENERATED_DIR] / (re.sub(r"[^\w.-]+", "_", display) + ".feature")
-        target.write_text(to_gherkin(feature, lambda s: [f"source:{display}:{s.location.line}"]), encoding="utf-8")
+        target = generated_dir(self.config) / (re.sub(r"[^\w.-]+", "_", display) + ".feature")
+        _write_atomically(target, to_gherkin(feature, lambda s: [f"source:{display}:{s.location.line}"]))
         return target
 
     def collect(self) -> list[pytest.Item | pytest.Collector]:
@@ -148,6 +145,29 @@ class ScenarioModule(pytest.Module):
                 scenario_info = dataclasses.replace(scenario_info, scenario=row)
             item.stash[ITEM_SCENARIO] = scenario_info
         return items
+
+
+def generated_dir(config: pytest.Config) -> Path:
+    """Where YAML scenarios are rendered to the `.feature` files pytest-bdd runs: <rootdir>/.stepgraph/features.
+
+    Inside the rootdir, and kept after the run, because tools that read pytest-bdd's view of a run
+    (allure-pytest-bdd, pytest-bdd's own --cucumberjson) name feature files relative to the rootdir
+    and expect them to exist. The file for a YAML file is always the same name, so runs overwrite
+    rather than accumulate; pytest does not collect from dot-folders.
+    """
+    return config.rootpath / ".stepgraph" / "features"
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Runs and xdist workers may render the same file at once: each replaces it whole, never half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 #: The ScenarioInfo of a collected scenario item (`item.stash[ITEM_SCENARIO]`).

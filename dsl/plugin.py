@@ -1,7 +1,7 @@
 """The pytest plugin: scenario files under `stepgraph_paths` → pytest-bdd scenarios on a target.
 
-Gherkin files run as written; YAML files are rendered to generated `.feature` files (a temporary
-folder, removed at the end) with a `@source:` tag pointing at the YAML. The step registry is
+Gherkin files run as written; YAML files are rendered to generated `.feature` files (under
+<rootdir>/.stepgraph/features, kept for the tools that read them) with a `@source:` tag pointing at the YAML. The step registry is
 registered with pytest-bdd as one step definition that reads every declared phrase. Files are compiled first, so undefined,
 ambiguous and ill-typed steps are collection errors with `file:line:col` lines. Scenarios whose
 needs the target lacks are skipped before any setup. A run without scenario paths is untouched.
@@ -9,7 +9,6 @@ needs the target lacks are skipped before any setup. A run without scenario path
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from . import interrupts, tempdirs
 from .bdd_steps import STEP_LOCATION, set_attachment
 from .checks import order_hazards
-from .collect import GENERATED_DIR, ITEM_SCENARIO, TAG_KINDS, ScenarioModule
+from .collect import ITEM_SCENARIO, TAG_KINDS, ScenarioModule
 from .compiler import SCENARIO_SUFFIXES
 from .eventually import CheckFailed
 from .failures import failure_block
@@ -109,7 +108,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     info = config.stash.get(RUN_INFO, None)
     if info is not None and info.session is not None:  # a run that started a target: say what it cleaned up
         _last_line(config, info.cleanup.summary())
-    _remove_generated(config)
 
 
 def _last_line(config: pytest.Config, text: str) -> None:
@@ -118,18 +116,6 @@ def _last_line(config: pytest.Config, text: str) -> None:
         reporter.write_line(text, bold=True, red="LEFT BEHIND" in text)
     else:
         sys.stderr.write(text + "\n")
-
-
-def _remove_generated(config: pytest.Config) -> None:
-    generated = config.stash.get(GENERATED_DIR, None)
-    if generated is None:
-        return
-    try:
-        shutil.rmtree(generated)
-    except FileNotFoundError:
-        pass
-    except OSError as err:  # reported, not swallowed: a leftover folder is the user's to remove
-        sys.stderr.write(f"stepgraph: could not remove the generated features in {generated}: {err}\n")
 
 
 def _is_scenario_path(config: pytest.Config, file_path: Path) -> bool:

@@ -164,7 +164,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     (pytester.path / "scenarios").mkdir()
     monkeypatch.setenv("REC_LOG", str(pytester.path / "rec.log"))
     (pytester.path / "tmp").mkdir()
-    monkeypatch.setenv("TMPDIR", str(pytester.path / "tmp"))  # where generated features go; checked by left_behind()
+    monkeypatch.setenv("TMPDIR", str(pytester.path / "tmp"))  # checked by left_behind()
     (pytester.path / "rec.log").write_text("")
     return pytester
 
@@ -178,7 +178,7 @@ def log(pytester: pytest.Pytester) -> list[str]:
 
 
 def left_behind(pytester: pytest.Pytester) -> list[str]:
-    return sorted(p.name for p in (pytester.path / "tmp").iterdir() if p.name.startswith("stepgraph-features-"))
+    return sorted(p.name for p in (pytester.path / "tmp").iterdir())  # no temporary file or folder outlives a run
 
 
 def item_locations(pytester: pytest.Pytester) -> list[str]:
