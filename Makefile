@@ -35,6 +35,7 @@ run: $(LINKS)
 test: $(LINKS)
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
+	$(BIN)/deptry .
 	$(BIN)/pytest tests -q -p no:cacheprovider
 	.ci/wheel-smoke
 

@@ -326,4 +326,8 @@ def exec_in_pod(
         status_text = ws.read_channel(3) or ""
     finally:
         ws.close()
+        # When the server closed first, websocket-client's close() returns early (already
+        # disconnected) and leaves the socket open; shutdown() closes it in every case.
+        if ws.sock is not None:
+            ws.sock.shutdown()
     return ExecResult("".join(out), "".join(err), exit_code_from_status(status_text))
