@@ -28,8 +28,9 @@ DATA = {
     "examples/manifests/kaim": "stepgraph.steps.manifests.kaim",
 }
 # Files that are not Python but ship: schemas, world/SKU data, templates, C sources of the twin's
-# native libraries. Anything else in a folder (build caches, notes) stays out.
-DATA_FILES = ["*.json", "*.yaml", "*.md", "*.html", "*.c", "*.h"]
+# native libraries, and the py.typed markers (a user's step library type-checks against our API).
+# Anything else in a folder (build caches, notes) stays out.
+DATA_FILES = ["*.json", "*.yaml", "*.md", "*.html", "*.c", "*.h", "py.typed"]
 
 package_dir = {name: folder for folder, name in FOLDERS.items()} | {name: folder for folder, name in DATA.items()}
 packages = [*DATA.values()]
