@@ -45,6 +45,7 @@ from .host import Host
 from .kubelet import Kubelet
 from .node import GPU_RESOURCE, DeviceAllocator, GpuInventory, Node, NodeConfig
 from .runtimes import NodeRuntimes
+from .process.runtime import ProcessRuntime
 from .scheduler import Scheduler
 from .workloads import WorkloadRegistry
 
@@ -96,6 +97,7 @@ class Twin:
             self.start_hooks.append(world.install if hasattr(world, "install") else world)
         self.world = world
         self.gpu: Any = None  # set by the GPU side's installer (twin/world_install.py)
+        self.processes = ProcessRuntime()  # process containers: real child programs (none unless registered)
         runtime = self.kubelet if len(self.nodes) == 1 else NodeRuntimes(self.kubelets)
         self.auth = Auth(self.store, default_key(str(seed).encode()))
         self.server = ApiServer(self.store, runtime, port=port, auth=self.auth)
@@ -131,6 +133,7 @@ class Twin:
         return self
 
     def stop(self) -> None:
+        self.processes.close()  # first: no program outlives its twin, whatever fails below
         self.server.stop()
         if isinstance(self.clock, RealTimeClock):
             self.clock.close()

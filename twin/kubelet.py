@@ -6,8 +6,12 @@ Life of a pod here:
 - timer fires → CUDA processes spawned per the convention (`cuda_contexts`), one workload per
   container started, phase Running with `Ready=True`;  a concrete UUID in
   `NVIDIA_VISIBLE_DEVICES` on a CDI-mode node instead fails container creation (Finding #7);
-- a workload calls `ctx.exit(code)` → container terminated; all terminated → Succeeded/Failed
-  (restartPolicy Never / OnFailure on success) or a restart after `RESTART_BACKOFF`;
+- a workload calls `ctx.exit(code)` → container terminated; restarted per `restartPolicy` (Always,
+  or OnFailure after a failure) with the kubelet's back-off — the first restart at once, then
+  10 s, 20 s, … up to 300 s, waiting in `CrashLoopBackOff` meanwhile, reset after 10 minutes
+  without a crash; once no container will run again the pod is Succeeded or Failed;
+- a workload whose `start` raises `StartFailure` waits with that reason (config errors, retried)
+  or ends at once (`StartError`, exit 128) and is restarted as any exit;
 - delete with grace → on the next clock step each running container's workload gets
   `stop(graceful=True)` (SIGTERM): it exits at once, after the seconds `stop` returns, or (for
   `math.inf`) when it calls `ctx.exit`; what still runs when the grace period ends gets
@@ -28,10 +32,13 @@ from .apiserver.objects import timestamp
 from .cuda_contexts import DEFAULT_GPU_MEMORY, plan_contexts
 from .host import qos_class_of
 from .node import GPU_RESOURCE, Node, env_value, gpu_request
-from .workloads import ExecResult, Workload, WorkloadContext, WorkloadRegistry
+from .workloads import ExecResult, StartFailure, Workload, WorkloadContext, WorkloadRegistry
 
 log = logging.getLogger(__name__)
-RESTART_BACKOFF = 10.0
+BACKOFF_INITIAL = 10.0    # the kubelet's container restart back-off: first delay,
+BACKOFF_MAX = 300.0       # its cap (MaxContainerBackOff),
+BACKOFF_RESET = 600.0     # and how long a container must not crash for the back-off to start over
+CONFIG_RETRY = 10.0       # a container waiting on a config error is tried again this often
 EXIT_SIGKILL = 137  # what a runtime reports for a container killed when its grace period ran out
 KUBELET = "kubelet"
 
@@ -50,6 +57,9 @@ class Container:
     restarts: int = 0
     container_id: str = ""
     ready: bool = False
+    restart_timer: bool = False          # a restart is scheduled
+    finished_clock: float = 0.0          # clock.now() at the last exit (the back-off's event time)
+    last_terminated: dict | None = None  # status `lastState.terminated` of the previous instance
 
 
 @dataclass
@@ -59,6 +69,7 @@ class PodRecord:
     name: str
     containers: dict[str, Container] = field(default_factory=dict)
     logs: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
+    previous_logs: dict[str, list[tuple[float, str]]] = field(default_factory=dict)  # the instance before a restart
     timers: list[Any] = field(default_factory=list)
     terminating: bool = False
     followers: dict[str, list[Any]] = field(default_factory=dict)  # container → fn((wall, line) | None)
@@ -75,6 +86,7 @@ class Kubelet:
         self._pods: dict[str, PodRecord] = {}
         # pod uid → pod IP, unique while the pod lives; shared by the kubelets of one cluster
         self._ips: dict[str, str] = {} if pod_ips is None else pod_ips
+        self._backoff: dict[tuple[str, str], tuple[float, float]] = {}  # (uid, container) → (delay, last restart)
         store.subscribe("pods", self._on_pod)
 
     # -- events ---------------------------------------------------------------------------
@@ -133,14 +145,35 @@ class Kubelet:
         for c in pod["spec"]["containers"]:
             self._run_container(rec, pod, c)
         self._patch_status(rec, {"phase": "Running", **self._container_status(rec, pod)})
-        for c in rec.containers.values():
-            if c.workload is not None and c.ctx is not None and c.state == "running":
-                image = c.ctx.container.get("image", "")
-                self.store.record_event(pod, "Pulled", f'Container image "{image}" already present on machine',
-                                        component=KUBELET)
-                self.store.record_event(pod, "Created", f"Created container {c.name}", component=KUBELET)
-                self.store.record_event(pod, "Started", f"Started container {c.name}", component=KUBELET)
-                c.workload.start(c.ctx)
+        for name in list(rec.containers):
+            self._launch(rec, pod, name)
+
+    def _launch(self, rec: PodRecord, pod: dict, name: str) -> None:
+        c = rec.containers[name]
+        if c.workload is None or c.ctx is None or c.state != "running":
+            return
+        image = c.ctx.container.get("image", "")
+        self.store.record_event(pod, "Pulled", f'Container image "{image}" already present on machine',
+                                component=KUBELET)
+        self.store.record_event(pod, "Created", f"Created container {c.name}", component=KUBELET)
+        try:
+            c.workload.start(c.ctx)
+        except StartFailure as exc:
+            self._start_failed(rec, pod, name, exc)
+            return
+        self.store.record_event(pod, "Started", f"Started container {c.name}", component=KUBELET)
+
+    def _start_failed(self, rec: PodRecord, pod: dict, name: str, exc: StartFailure) -> None:
+        c = rec.containers[name]
+        self.store.record_event(pod, "Failed", f"Error: {exc.message}", type="Warning", component=KUBELET)
+        if exc.exit_code is not None:
+            self._container_exit(rec.uid, name, exc.exit_code, reason=exc.reason, message=exc.message)
+            return
+        for proc in c.ctx.processes if c.ctx else ():
+            self.node.host.kill(proc.pid)
+        c.state, c.reason, c.message, c.workload = "waiting", exc.reason, exc.message, None
+        self._patch_status(rec, self._container_status(rec, self.store.get("pods", rec.namespace, rec.name)))
+        rec.timers.append(self.clock.call_later(CONFIG_RETRY, lambda: self._restart_container(rec.uid, name, False)))
 
     def _run_container(self, rec: PodRecord, pod: dict, spec: dict) -> None:
         c = rec.containers[spec["name"]]
@@ -155,7 +188,7 @@ class Kubelet:
                                 set_ready=lambda ready, name=c.name: self._set_ready(rec.uid, name, ready))
         c.workload = self.registry.create(pod, spec)
         c.ready = c.workload.ready_on_start
-        c.state, c.reason, c.started_at = "running", "", timestamp(self.clock.wall())
+        c.state, c.reason, c.message, c.started_at = "running", "", "", timestamp(self.clock.wall())
         c.container_id = f"containerd://{self._rng.getrandbits(256):064x}"
 
     def _log(self, rec: PodRecord, name: str, line: str) -> None:
@@ -186,13 +219,14 @@ class Kubelet:
         self._patch_status(rec, self._container_status(rec, pod))
         self.store.record_event(pod, "Failed", f"Error: {message}", type="Warning", component=KUBELET)
 
-    def _container_exit(self, uid: str, name: str, code: int) -> None:
+    def _container_exit(self, uid: str, name: str, code: int, reason: str | None = None, message: str = "") -> None:
         rec = self._pods.get(uid)
         if rec is None or rec.containers[name].state != "running":
             return
         c = rec.containers[name]
         c.state, c.exit_code, c.finished_at = "terminated", int(code), timestamp(self.clock.wall())
-        c.reason = "Completed" if code == 0 else "Error"
+        c.finished_clock = self.clock.now()
+        c.reason, c.message = reason or ("Completed" if code == 0 else "Error"), message
         for proc in c.ctx.processes if c.ctx else ():
             self.node.host.kill(proc.pid)
         self._end_followers(rec, name)
@@ -200,27 +234,61 @@ class Kubelet:
             self._finish_termination(rec)
             return
         pod = self.store.get("pods", rec.namespace, rec.name)
-        if any(x.state != "terminated" for x in rec.containers.values()):
+        policy = pod["spec"].get("restartPolicy", "Always")
+        if policy == "Always" or (policy == "OnFailure" and code != 0):
+            self._schedule_restart(rec, pod, c)
+            return
+        if any(x.state == "running" or x.restart_timer for x in rec.containers.values()):
             self._patch_status(rec, self._container_status(rec, pod))
             return
-        policy = pod["spec"].get("restartPolicy", "Always")
         failed = any(x.exit_code for x in rec.containers.values())
-        if policy == "Never" or (policy == "OnFailure" and not failed):
-            self.node.allocator.release(uid)
-            self._patch_status(rec, {"phase": "Failed" if failed else "Succeeded",
-                                     **self._container_status(rec, pod)})
-            return
-        self._patch_status(rec, self._container_status(rec, pod))
-        rec.timers.append(self.clock.call_later(RESTART_BACKOFF, lambda: self._restart(uid)))
+        self.node.allocator.release(uid)
+        self._patch_status(rec, {"phase": "Failed" if failed else "Succeeded", **self._container_status(rec, pod)})
 
-    def _restart(self, uid: str) -> None:
+    def _schedule_restart(self, rec: PodRecord, pod: dict, c: Container) -> None:
+        """Restart now, or wait in CrashLoopBackOff while the kubelet's back-off lasts."""
+        delay = self._backoff_remaining((rec.uid, c.name), c.finished_clock)
+        c.last_terminated = self._terminated_state(c)
+        if delay > 0:
+            backoff = self._backoff[(rec.uid, c.name)][0]
+            md = pod["metadata"]
+            c.state, c.reason = "waiting", "CrashLoopBackOff"
+            c.message = f"back-off {backoff:g}s restarting failed container={c.name} pod={md['name']}_{md['namespace']}({md['uid']})"
+            self.store.record_event(pod, "BackOff", f"Back-off restarting failed container {c.name} in pod "
+                                    f"{md['name']}_{md['namespace']}({md['uid']})", type="Warning", component=KUBELET)
+        self._patch_status(rec, self._container_status(rec, pod))
+        c.restart_timer = True
+        rec.timers.append(self.clock.call_later(delay, lambda: self._restart_container(rec.uid, c.name)))
+
+    def _backoff_remaining(self, key: tuple[str, str], finished: float) -> float:
+        """flowcontrol.Backoff.IsInBackOffSince: how long from now until a restart may happen."""
+        entry = self._backoff.get(key)
+        if entry is None or finished - entry[1] > BACKOFF_RESET:
+            return 0.0
+        return max(0.0, entry[0] - (self.clock.now() - finished))
+
+    def _backoff_next(self, key: tuple[str, str], finished: float) -> None:
+        """flowcontrol.Backoff.Next at a restart: 10 s after a first crash, doubled after each later one."""
+        entry = self._backoff.get(key)
+        delay = BACKOFF_INITIAL if entry is None or finished - entry[1] > BACKOFF_RESET else min(entry[0] * 2, BACKOFF_MAX)
+        self._backoff[key] = (delay, self.clock.now())
+
+    def _restart_container(self, uid: str, name: str, counts: bool = True) -> None:
         rec = self._pods.get(uid)
-        if rec is None or rec.terminating:
+        if rec is None or rec.terminating or rec.containers[name].state == "running":
             return
-        for c in rec.containers.values():
+        c = rec.containers[name]
+        c.restart_timer = False
+        if counts:
+            self._backoff_next((uid, name), c.finished_clock)
             c.restarts += 1
-            c.state = "waiting"
-        self._start(uid)
+            rec.previous_logs[name], rec.logs[name] = rec.logs[name], []
+        c.state = "waiting"
+        pod = self.store.get("pods", rec.namespace, rec.name)
+        spec = next(x for x in pod["spec"]["containers"] if x["name"] == name)
+        self._run_container(rec, pod, spec)
+        self._patch_status(rec, {"phase": "Running", **self._container_status(rec, pod)})
+        self._launch(rec, pod, name)
 
     # -- graceful termination ----------------------------------------------------------------
     def _notice_deletion(self, rec: PodRecord) -> None:
@@ -289,6 +357,8 @@ class Kubelet:
     def _cleanup(self, uid: str) -> None:
         rec = self._pods.pop(uid, None)
         self._ips.pop(uid, None)
+        for key in [k for k in self._backoff if k[0] == uid]:
+            del self._backoff[key]
         if rec is not None:
             self._end_followers(rec)
             for t in rec.timers:
@@ -308,11 +378,11 @@ class Kubelet:
             if c.state == "running":
                 state = {"running": {"startedAt": c.started_at}}
             elif c.state == "terminated":
-                state = {"terminated": {"exitCode": c.exit_code, "reason": c.reason, "startedAt": c.started_at,
-                                        "finishedAt": c.finished_at, "containerID": c.container_id}}
+                state = self._terminated_state(c)
             else:
                 state = {"waiting": {"reason": c.reason, **({"message": c.message} if c.message else {})}}
-            statuses.append({"name": c.name, "image": spec.get("image", ""), "imageID": "", "state": state,
+            last = {"lastState": c.last_terminated} if c.last_terminated else {}
+            statuses.append({"name": c.name, "image": spec.get("image", ""), "imageID": "", "state": state, **last,
                              "ready": c.ready and c.state == "running", "restartCount": c.restarts,
                              "started": c.state == "running", **({"containerID": c.container_id} if c.container_id else {})})
         all_ready = all(s["ready"] for s in statuses)
@@ -320,6 +390,12 @@ class Kubelet:
                  for t, s in (("PodReadyToStartContainers", "True"), ("Initialized", "True"),
                               ("Ready", str(all_ready)), ("ContainersReady", str(all_ready)), ("PodScheduled", "True"))]
         return {"conditions": conds, "containerStatuses": statuses}
+
+    @staticmethod
+    def _terminated_state(c: Container) -> dict:
+        return {"terminated": {"exitCode": c.exit_code, "reason": c.reason, "startedAt": c.started_at,
+                               "finishedAt": c.finished_at, "containerID": c.container_id,
+                               **({"message": c.message} if c.message else {})}}
 
     def _patch_status(self, rec: PodRecord, status: dict) -> None:
         try:
@@ -339,9 +415,14 @@ class Kubelet:
     def ensure_running(self, pod: dict, container: str) -> None:
         self._running(pod, container)
 
-    def logs(self, pod: dict, container: str) -> list[tuple[float, str]]:
+    def logs(self, pod: dict, container: str, previous: bool = False) -> list[tuple[float, str]]:
         rec = self._pods.get(pod["metadata"]["uid"])
         c = rec.containers.get(container) if rec else None
+        if previous:
+            if c is None or container not in rec.previous_logs:
+                raise ApiError(400, f'previous terminated container "{container}" in pod "{pod["metadata"]["name"]}" '
+                                    "not found", "BadRequest")
+            return list(rec.previous_logs[container])
         if c is None or (c.state == "waiting" and not rec.logs.get(container)):
             reason = c.reason if c else "ContainerCreating"
             raise ApiError(400, f'container "{container}" in pod "{pod["metadata"]["name"]}" is waiting to start: '

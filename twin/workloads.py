@@ -39,6 +39,18 @@ class ExecResult:
 HttpResponse = tuple[int, str, bytes]  # (status, content type, body)
 
 
+class StartFailure(Exception):
+    """Raised by `Workload.start`: the runtime could not start the container.
+
+    Without `exit_code` the container stays waiting with `reason` (as `CreateContainerConfigError`
+    does); with one it is terminated at once (as `StartError`, exit 128) and restarted per policy.
+    """
+
+    def __init__(self, reason: str, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.reason, self.message, self.exit_code = reason, message, exit_code
+
+
 class StoreAPI(Protocol):
     """The in-process view of the API server's store (no HTTP, no auth).
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime
 from typing import Any, Protocol
 
 from aiohttp import WSMsgType, web
@@ -27,7 +28,7 @@ FRAME = 32 * 1024
 class PodRuntime(Protocol):
     """What the kubelet offers the API server for a pod's containers (errors are ApiError)."""
 
-    def logs(self, pod: dict, container: str) -> list[tuple[float, str]]: ...
+    def logs(self, pod: dict, container: str, previous: bool = False) -> list[tuple[float, str]]: ...
 
     def ensure_running(self, pod: dict, container: str) -> None: ...
 
@@ -59,7 +60,7 @@ async def handle_log(request: web.Request, runtime: PodRuntime, pod: dict, now_w
     """GET pods/<name>/log; with `follow=true` the body streams until the container ends."""
     q = request.query
     body = logs_text(runtime, pod, q, now_wall)
-    if q.get("follow", "").lower() not in ("1", "true"):
+    if q.get("follow", "").lower() not in ("1", "true") or _flag(q, "previous"):
         return web.Response(body=body, content_type="text/plain")
     container = choose_container(pod, q.get("container"))
     loop = asyncio.get_running_loop()
@@ -82,7 +83,7 @@ async def handle_log(request: web.Request, runtime: PodRuntime, pod: dict, now_w
 
 def logs_text(runtime: PodRuntime, pod: dict, query: Any, now_wall: float) -> bytes:
     container = choose_container(pod, query.get("container"))
-    lines = runtime.logs(pod, container)
+    lines = runtime.logs(pod, container, previous=_flag(query, "previous"))
     if query.get("sinceSeconds"):
         try:
             since = int(query["sinceSeconds"])
@@ -92,6 +93,12 @@ def logs_text(runtime: PodRuntime, pod: dict, query: Any, now_wall: float) -> by
             raise ApiError(422, "PodLogOptions \"\" is invalid: sinceSeconds: Invalid value: must be greater than 0",
                            "Invalid")
         lines = [(t, line) for t, line in lines if t >= now_wall - since]
+    if query.get("sinceTime"):
+        try:
+            since_wall = datetime.fromisoformat(str(query["sinceTime"])).timestamp()
+        except ValueError:
+            raise bad_request(f"invalid sinceTime: {query['sinceTime']!r} (RFC 3339 expected)") from None
+        lines = [(t, line) for t, line in lines if t >= since_wall]
     if query.get("tailLines"):
         try:
             tail = int(query["tailLines"])
@@ -99,6 +106,10 @@ def logs_text(runtime: PodRuntime, pod: dict, query: Any, now_wall: float) -> by
             raise bad_request(f"invalid tailLines: {query['tailLines']!r}") from None
         lines = lines[-tail:] if tail > 0 else []
     return _render(lines, query.get("timestamps", "").lower() in ("1", "true"))
+
+
+def _flag(query: Any, name: str) -> bool:
+    return str(query.get(name, "")).lower() in ("1", "true")
 
 
 def status_for(exit_code: int, argv: list[str]) -> dict:

@@ -42,12 +42,30 @@ def test_a_workload_that_ends_moves_the_pod_to_a_terminal_phase(twin, core, make
     assert terminated.exit_code == int(code) and terminated.reason == reason
 
 
-def test_restart_policy_always_restarts_the_container(twin, core, make_pod):
+def test_restart_policy_always_restarts_with_the_kubelets_back_off(twin, core, make_pod):
     core.create_namespaced_pod("default", make_pod("svc", restart="Always", annotations={
         "twin.stepgraph.dev/exit-after": "1", "twin.stepgraph.dev/exit-code": "1"}))
-    twin.clock.sleep(2 + 1 + 10 + 2)  # start-up, run, back-off, start-up again
-    pod = core.read_namespaced_pod("svc", "default")
-    assert pod.status.phase == "Running" and pod.status.container_statuses[0].restart_count == 1
+
+    def status():
+        return core.read_namespaced_pod("svc", "default").status.container_statuses[0]
+    twin.clock.sleep(2 + 1)  # started at 2 s, exited at 3 s: the first restart happens at once
+    assert status().restart_count == 1 and status().state.running is not None
+    twin.clock.sleep(1)  # the second exit waits out a 10 s back-off
+    s = status()
+    assert s.state.waiting.reason == "CrashLoopBackOff" and s.restart_count == 1
+    assert s.state.waiting.message.startswith("back-off 10s restarting failed container=main pod=svc_default(")
+    assert s.last_state.terminated.exit_code == 1 and s.last_state.terminated.reason == "Error"
+    twin.clock.sleep(9.9)
+    assert status().state.waiting is not None
+    twin.clock.sleep(0.1)
+    assert status().state.running is not None and status().restart_count == 2
+    twin.clock.sleep(1)  # and the next one twice as long
+    assert status().state.waiting.message.startswith("back-off 20s ")
+    twin.clock.sleep(20)
+    assert status().state.running is not None and status().restart_count == 3
+    assert core.read_namespaced_pod("svc", "default").status.phase == "Running"
+    reasons = [e.reason for e in core.list_namespaced_event("default").items]
+    assert "BackOff" in reasons
 
 
 def test_workload_log_lines_are_served_by_the_log_subresource(twin, core, make_pod):

@@ -1,0 +1,40 @@
+"""A tiny program for process-container tests; what it does is chosen by its environment.
+
+MODE=serve (default) runs until SIGTERM, then writes "bye" and exits 0; MODE=hang ignores SIGTERM;
+MODE=slow takes $STOP_SECONDS to exit after SIGTERM; MODE=crash raises at start; MODE=exit exits
+with $CODE; MODE=signal kills itself with SIGKILL; MODE=fork also starts a `sleep` child.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+print("argv " + " ".join(sys.argv[1:]), flush=True)
+print(f"pid {os.getpid()}", flush=True)
+for name in sorted(os.environ.get("SHOW", "").split(",")):
+    if name:
+        print(f"env {name}={os.environ.get(name, '<unset>')}", flush=True)
+print("a line on stderr", file=sys.stderr, flush=True)
+mode = os.environ.get("MODE", "serve")
+if mode == "crash":
+    raise RuntimeError("boom at start")
+if mode == "exit":
+    sys.exit(int(os.environ.get("CODE", "0")))
+if mode == "signal":
+    os.kill(os.getpid(), signal.SIGKILL)
+if mode == "fork":
+    child = subprocess.Popen(["sleep", "300"])
+    print(f"child {child.pid}", flush=True)
+stop = threading.Event()
+if mode == "hang":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+else:
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+print("ready", flush=True)
+stop.wait()
+print("got SIGTERM", flush=True)
+if mode == "slow":
+    threading.Event().wait(float(os.environ.get("STOP_SECONDS", "1")))
+print("bye", flush=True)
