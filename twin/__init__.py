@@ -44,8 +44,8 @@ from .controllers import Controllers
 from .host import Host
 from .kubelet import Kubelet
 from .node import GPU_RESOURCE, DeviceAllocator, GpuInventory, Node, NodeConfig
-from .runtimes import NodeRuntimes
 from .process.runtime import ProcessRuntime
+from .runtimes import NodeRuntimes
 from .scheduler import Scheduler
 from .workloads import WorkloadRegistry
 
