@@ -47,6 +47,7 @@ from .node import GPU_RESOURCE, DeviceAllocator, GpuInventory, Node, NodeConfig
 from .process.runtime import ProcessRuntime
 from .runtimes import NodeRuntimes
 from .scheduler import Scheduler
+from .tls import TwinCA
 from .workloads import WorkloadRegistry
 
 __all__ = ["NodeConfig", "RealTimeClock", "Twin", "VirtualClock"]
@@ -97,7 +98,10 @@ class Twin:
             self.start_hooks.append(world.install if hasattr(world, "install") else world)
         self.world = world
         self.gpu: Any = None  # set by the GPU side's installer (twin/world_install.py)
-        self.processes = ProcessRuntime()  # process containers: real child programs (none unless registered)
+        self.ca = TwinCA()
+        # process containers: real child programs (none unless a world or test registers one)
+        self.processes = ProcessRuntime(self.store, self.clock, api_server=self._api_server_for_pods)
+        self.processes.token_for = self.service_account_token
         runtime = self.kubelet if len(self.nodes) == 1 else NodeRuntimes(self.kubelets)
         self.auth = Auth(self.store, default_key(str(seed).encode()))
         self.server = ApiServer(self.store, runtime, port=port, auth=self.auth)
@@ -156,6 +160,11 @@ class Twin:
         """The token a pod's service-account files hold: over HTTP it is that service account,
         with the rights RBAC gives it (the kubeconfig's credential stays cluster admin)."""
         return self.auth.token_for_pod(pod)
+
+    def _api_server_for_pods(self) -> tuple[int, str]:
+        """The HTTPS port pods reach the API server on (started at the first ask) and its CA, PEM."""
+        return self.server.serve_tls(self.ca.server_context()) if not self.server.https_port \
+            else self.server.https_port, self.ca.ca_pem
 
     def api_client(self) -> Any:
         """A `kubernetes.client.ApiClient` for this twin (the official client, over HTTP)."""

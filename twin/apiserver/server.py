@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 import threading
 from collections.abc import Callable
 
@@ -48,6 +49,7 @@ class ApiServer:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self.port = 0
+        self.https_port = 0  # the HTTPS listener's port once `serve_tls` has started one
         # aiohttp RouteDefs other parts of the twin mount beside the Kubernetes API (added
         # before `start`; e.g. the GPU side's `/twin/v1/faults`).
         self.extra_routes: list[web.AbstractRouteDef] = []
@@ -107,6 +109,22 @@ class ApiServer:
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # the port actually bound
         self._app = app
+
+    def serve_tls(self, context: ssl.SSLContext) -> int:
+        """Also serve the same API over HTTPS on a free loopback port (once; started or not); returns it."""
+        if self.https_port:
+            return self.https_port
+        if self._loop is None or self._runner is None:
+            raise RuntimeError("serve_tls: the API server is not running")
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))  # bound here and handed over: no window for another process to take it
+
+        async def start() -> int:
+            await web.SockSite(self._runner, sock, ssl_context=context).start()
+            return sock.getsockname()[1]
+        self.https_port = asyncio.run_coroutine_threadsafe(start(), self._loop).result(timeout=30)
+        return self.https_port
 
     async def _shutdown(self) -> None:
         for queue in list(self._app[rest.WATCH_QUEUES_KEY]):

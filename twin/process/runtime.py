@@ -31,7 +31,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -39,8 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..devices import DeviceDirectory
 from ..workloads import ExecResult, StartFailure, Workload, WorkloadContext, WorkloadRegistry
 from .podenv import ContainerConfigError, command_line, container_env
+from .view import SERVICE_ACCOUNT_DIR, Mount, NodeView, ProcessView, ViewError
 
 _PYTHON = re.compile(r"python(3(\.\d+)?)?")
 
@@ -99,21 +100,23 @@ except (OSError, AttributeError):  # not Linux: close() is the only guard
 class ProcessRuntime:
     """One twin's process containers: the program table, the spawner, and every live child."""
 
-    def __init__(self) -> None:
-        self._workdir: Path | None = None
+    def __init__(self, store: Any, clock: Any, api_server: Callable[[], tuple[int, str]] | None = None) -> None:
+        self.store, self.clock = store, clock
+        self.devices = DeviceDirectory()     # the nodes' GPU models; the GPU side adds its boards
+        self.api_server = api_server         # () → (HTTPS port on loopback, CA PEM): what a pod's in-cluster config uses
+        self.token_for: Callable[[dict], str] = default_token  # pod → its service-account token
+        self._view: NodeView | None = None
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="twin-spawner")
         self._children: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
         self._closed = False
-        self.base_env: dict[str, str] = {}   # set by the twin: KUBERNETES_SERVICE_HOST/PORT and such
 
-    @property
-    def workdir(self) -> Path:
-        """This twin's scratch folder for its programs (made on first use, removed by `close`)."""
+    def node_view(self) -> NodeView:
+        """What the programs see of the node (made at the first process container's start)."""
         with self._lock:
-            if self._workdir is None:
-                self._workdir = Path(tempfile.mkdtemp(prefix="stepgraph-proc-"))
-            return self._workdir
+            if self._view is None:
+                self._view = NodeView(self.devices, self.store, self.clock)
+            return self._view
 
     def register(self, registry: WorkloadRegistry, name: str, match: ContainerMatch, program: Program) -> None:
         """Run `program` for every container `match` accepts (ahead of every built-in workload)."""
@@ -158,9 +161,26 @@ class ProcessRuntime:
             except subprocess.TimeoutExpired:
                 sys.stderr.write(f"twin: process {proc.pid} did not end after SIGKILL\n")
         self._spawner.shutdown(wait=True)
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
-            self._workdir = None
+        if self._view is not None:
+            self._view.close()
+            self._view = None
+
+
+def kubernetes_service_env(port: int) -> dict[str, str]:
+    """The `kubernetes` Service's variables a kubelet gives every container, for the twin's HTTPS
+    listener on loopback (a real cluster's ClusterIP and port 443 become 127.0.0.1 and `port`)."""
+    host, tcp = "127.0.0.1", f"tcp://127.0.0.1:{port}"
+    return {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": str(port),
+            "KUBERNETES_SERVICE_PORT_HTTPS": str(port), "KUBERNETES_PORT": tcp, f"KUBERNETES_PORT_{port}_TCP": tcp,
+            f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp", f"KUBERNETES_PORT_{port}_TCP_PORT": str(port),
+            f"KUBERNETES_PORT_{port}_TCP_ADDR": host}
+
+
+def default_token(pod: dict) -> str:
+    """A pod's service-account token until the API server mints real ones (it accepts any bearer token)."""
+    md = pod.get("metadata") or {}
+    sa = (pod.get("spec") or {}).get("serviceAccountName") or "default"
+    return f"twin-token:system:serviceaccount:{md.get('namespace', 'default')}:{sa}"
 
 
 def kill_group(proc: subprocess.Popen, sig: int) -> None:
@@ -189,14 +209,18 @@ class ProcessWorkload(Workload):
         self.runtime = runtime
         self.program = program
         self._running: _Running | None = None
+        self._view: ProcessView | None = None
         self._env: dict[str, str] = {}
+        self._https_port = 0
+        self._ca_pem = ""
 
     # -- what the container sees ----------------------------------------------------------
     def environment(self, ctx: WorkloadContext) -> dict[str, str]:
+        """The pod spec's variables after the runtime's own (PATH, HOSTNAME, the API server's address)."""
         pod = ctx.store.get("pods", ctx.namespace, ctx.pod_name)
         base = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "HOSTNAME": ctx.pod_name,
-                **self.runtime.base_env}
-        for name in ("LANG", "LC_ALL", "TZ", "TMPDIR", "HOME"):  # the host's locale and scratch space
+                **(kubernetes_service_env(self._https_port) if self._https_port else {})}
+        for name in ("LANG", "LC_ALL", "TZ", "HOME"):  # the machine's locale and home
             if name in os.environ:
                 base.setdefault(name, os.environ[name])
 
@@ -207,26 +231,40 @@ class ProcessWorkload(Workload):
                 return None
         return container_env(pod, ctx.container, read, base)
 
-    def localize(self, argv: list[str]) -> list[str]:
-        """The image's paths → the program's folder; `python…` → the program's interpreter."""
-        mount = self.program.mount.rstrip("/") + "/"
-        out = [str(self.program.root / a[len(mount):]) if a.startswith(mount) else a for a in argv]
+    def command(self, argv: list[str]) -> list[str]:
+        """The machine's command line: paths under a mount rewritten by the view, `python…` → the
+        program's interpreter."""
+        out = self._view.argv(argv) if self._view is not None else list(argv)
         if out and _PYTHON.fullmatch(Path(out[0]).name):
             out[0] = self.program.interpreter
         return out
 
     # -- life cycle -----------------------------------------------------------------------
     def start(self, ctx: WorkloadContext) -> None:
+        if self.runtime.api_server is not None:
+            self._https_port, self._ca_pem = self.runtime.api_server()
         try:
-            self._env = self.environment(ctx)
+            spec_env = self.environment(ctx)
         except ContainerConfigError as exc:
             raise StartFailure("CreateContainerConfigError", str(exc)) from None
-        argv = self.localize(command_line(ctx.container, self._env, self.program.entrypoint, self.program.cmd))
+        argv = command_line(ctx.container, spec_env, self.program.entrypoint, self.program.cmd)
         if not argv:
             raise StartFailure("CreateContainerError", "failed to generate container spec: no command specified")
         try:
+            self._view = self.runtime.node_view().open(ctx, [Mount(self.program.mount, str(self.program.root), True)])
+            if self._ca_pem and any(m.container_path == SERVICE_ACCOUNT_DIR for m in self._view.mounts):
+                self._view.write_service_account(self.runtime.token_for(ctx.pod), self._ca_pem)
+        except ViewError as exc:
+            self._close_view()
+            raise StartFailure("CreateContainerError", str(exc)) from None
+        for note in self._view.notes:
+            ctx.store.record_event(ctx.pod, "ProcessView", note, type="Warning", component="kubelet")
+        self._env = self._view.environ(spec_env)
+        argv = self.command(argv)
+        try:
             proc = self.runtime.spawn(argv, env=self._env, cwd=self.program.root)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+            self._close_view()
             raise StartFailure("StartError", _start_error(argv[0], exc), exit_code=128) from None
         running = _Running(proc)
         for stream in (proc.stdout, proc.stderr):
@@ -236,11 +274,17 @@ class ProcessWorkload(Workload):
         self._running = running
         threading.Thread(target=self._wait, args=(ctx, running), daemon=True, name=f"twin-wait-{proc.pid}").start()
 
+    def _close_view(self) -> None:
+        if self._view is not None:
+            self._view.close()
+            self._view = None
+
     def _wait(self, ctx: WorkloadContext, running: _Running) -> None:
         code = exit_code_of(running.proc.wait())
         for reader in running.readers:  # the last lines (a traceback) reach the log before the status
             reader.join()
         self.runtime.forget(running.proc)
+        self._close_view()
         ctx.clock.call_later(0, lambda: ctx.exit(code))  # kubelet state changes on the clock's thread
 
     def stop(self, ctx: WorkloadContext, graceful: bool) -> float | None:
@@ -258,7 +302,9 @@ class ProcessWorkload(Workload):
         return self._running.proc.pid if self._running else None
 
     def exec(self, ctx: WorkloadContext, argv: list[str], stdin: bytes | None) -> ExecResult:
-        argv = self.localize(list(argv))
+        if self._view is None:  # the program has ended: the kubelet refuses exec before this
+            return ExecResult(stderr=b"container not running\n", exit_code=126)
+        argv = self.command(list(argv))
         if shutil.which(argv[0], path=self._env.get("PATH")) is None and not Path(argv[0]).is_file():
             return ExecResult(stderr=f'exec: "{argv[0]}": executable file not found in $PATH\n'.encode(), exit_code=127)
         try:

@@ -1,0 +1,57 @@
+"""Exec into a process container runs the real command in the container's environment; a program
+configures itself in-cluster and talks HTTPS to the API server with the pod's CA and token."""
+
+from __future__ import annotations
+
+from kubernetes.stream import stream
+from process_rig import eventually, tiny_pod
+
+IN_CLUSTER = """
+from kubernetes import client, config
+config.load_incluster_config()
+pods = client.CoreV1Api().list_namespaced_pod("default")
+print(client.Configuration.get_default_copy().host)
+print(sorted(p.metadata.name for p in pods.items))
+"""
+
+NO_CA = """
+import os, ssl, urllib.request
+try:
+    urllib.request.urlopen(f"https://127.0.0.1:{os.environ['KUBERNETES_SERVICE_PORT']}/version", timeout=10)
+except urllib.error.URLError as err:
+    print(type(err.reason).__name__, err.reason.verify_message)
+"""
+
+
+def run(core, pod: str, argv: list[str]) -> tuple[str, str, int]:
+    resp = stream(core.connect_get_namespaced_pod_exec, pod, "default", command=argv, stdout=True, stderr=True,
+                  stdin=False, tty=False, _preload_content=False)
+    resp.run_forever(timeout=60)
+    out, err = resp.read_stdout(), resp.read_stderr()
+    return out, err, resp.returncode
+
+
+def started(core, name: str) -> None:
+    eventually(lambda: "ready" in core.read_namespaced_pod_log(name, "default"), what=f"{name} ready")
+
+
+def test_exec_runs_the_real_command_with_the_containers_environment(twin, core, tiny):
+    core.create_namespaced_pod("default", tiny_pod("box", env={"GREETING": "hi"}))
+    started(core, "box")
+    out, _, code = run(core, "box", ["python3", "-c", "import os, sys; print(os.environ['GREETING'], os.environ['HOSTNAME']);"
+                                                      " sys.exit(4)"])
+    assert (out, code) == ("hi box\n", 4)
+    out, err, code = run(core, "box", ["no-such-command"])
+    assert code == 127 and 'exec: "no-such-command": executable file not found in $PATH' in err
+
+
+def test_a_program_configures_itself_in_cluster_over_https_with_the_pods_ca(twin, core, tiny):
+    core.create_namespaced_pod("default", tiny_pod("incluster"))
+    started(core, "incluster")
+    out, err, code = run(core, "incluster", ["python3", "-c", IN_CLUSTER])
+    assert code == 0, err
+    host, names = out.splitlines()
+    assert host == f"https://127.0.0.1:{twin.server.https_port}" and names == "['incluster']"
+    # it is TLS with the twin's own CA: without the pod's ca.crt the certificate is not trusted
+    out, _, _ = run(core, "incluster", ["python3", "-c", NO_CA])
+    assert out.startswith("SSLCertVerificationError"), out
