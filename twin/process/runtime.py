@@ -24,6 +24,7 @@ kills what is left and waits for it.
 from __future__ import annotations
 
 import fnmatch
+import http.client
 import math
 import os
 import re
@@ -39,7 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from ..devices import DeviceDirectory
-from ..workloads import ExecResult, StartFailure, Workload, WorkloadContext, WorkloadRegistry
+from ..workloads import ExecResult, HttpResponse, StartFailure, Workload, WorkloadContext, WorkloadRegistry
+from .child._stepgraph_ports import POD_IP_ENV, read_table
+from .child._stepgraph_ports import TABLE_ENV as PORTS_ENV
 from .podenv import ContainerConfigError, command_line, container_env
 from .view import SERVICE_ACCOUNT_DIR, Mount, NodeView, ProcessView, ViewError
 
@@ -110,6 +113,12 @@ class ProcessRuntime:
         self._children: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
         self._closed = False
+
+    def port_table(self, pod_uid: str) -> Path:
+        """The pod's table of container port → machine port (one per pod: its network namespace)."""
+        folder = self.node_view().folder / "ports"
+        folder.mkdir(exist_ok=True)
+        return folder / pod_uid
 
     def node_view(self) -> NodeView:
         """What the programs see of the node (made at the first process container's start)."""
@@ -213,6 +222,7 @@ class ProcessWorkload(Workload):
         self._env: dict[str, str] = {}
         self._https_port = 0
         self._ca_pem = ""
+        self._ports: Path | None = None
 
     # -- what the container sees ----------------------------------------------------------
     def environment(self, ctx: WorkloadContext) -> dict[str, str]:
@@ -259,7 +269,11 @@ class ProcessWorkload(Workload):
             raise StartFailure("CreateContainerError", str(exc)) from None
         for note in self._view.notes:
             ctx.store.record_event(ctx.pod, "ProcessView", note, type="Warning", component="kubelet")
-        self._env = self._view.environ(spec_env)
+        ports = self.runtime.port_table(ctx.pod_uid)
+        self._env = {**self._view.environ(spec_env), PORTS_ENV: str(ports),
+                     POD_IP_ENV: str((ctx.store.get("pods", ctx.namespace, ctx.pod_name).get("status") or {})
+                                     .get("podIP", "127.0.0.1"))}
+        self._ports = ports
         argv = self.command(argv)
         try:
             proc = self.runtime.spawn(argv, env=self._env, cwd=self.program.root)
@@ -317,6 +331,26 @@ class ProcessWorkload(Workload):
         finally:
             self.runtime.forget(proc)
         return ExecResult(stdout=out, stderr=err, exit_code=exit_code_of(proc.returncode))
+
+    def http_get(self, ctx: WorkloadContext, port: int, path: str) -> HttpResponse | None:
+        return http_get_port(self._ports, port, path) if self._running is not None else None
+
+
+def http_get_port(table: Path | None, port: int, path: str) -> HttpResponse | None:
+    """GET `path` from the program's container `port` through the pod's port table; None when
+    nothing listens there (the proxy's "connection refused")."""
+    real = read_table(str(table)).get(port) if table is not None else None
+    if real is None:
+        return None
+    conn = http.client.HTTPConnection("127.0.0.1", real, timeout=10)
+    try:
+        conn.request("GET", path, headers={"Host": f"localhost:{port}"})
+        resp = conn.getresponse()
+        return resp.status, resp.getheader("Content-Type", "text/plain"), resp.read()
+    except OSError:
+        return None
+    finally:
+        conn.close()
 
 
 def _start_error(cmd: str, exc: OSError) -> str:

@@ -55,3 +55,25 @@ def test_a_program_configures_itself_in_cluster_over_https_with_the_pods_ca(twin
     # it is TLS with the twin's own CA: without the pod's ca.crt the certificate is not trusted
     out, _, _ = run(core, "incluster", ["python3", "-c", NO_CA])
     assert out.startswith("SSLCertVerificationError"), out
+
+
+BIND_AGAIN = """
+import socket
+try:
+    socket.socket().bind(("0.0.0.0", 8080))
+except OSError as err:
+    print(err.errno)
+"""
+
+
+def test_each_pod_has_its_own_ports_reached_through_the_proxy_and_from_inside(twin, core, tiny):
+    for name in ("web-a", "web-b"):  # both listen on 8080: one port space per pod, as on a node
+        core.create_namespaced_pod("default", tiny_pod(name, env={"MODE": "http"}))
+    for name in ("web-a", "web-b"):
+        started(core, name)
+        assert core.connect_get_namespaced_pod_proxy_with_path(f"{name}:8080", "default", "hello") == f"{name} /hello"
+    out, err, code = run(core, "web-a", ["python3", "-c", "import urllib.request; "
+                                         "print(urllib.request.urlopen('http://localhost:8080/in').read().decode())"])
+    assert (out, code) == ("web-a /in\n", 0), err
+    out, _, _ = run(core, "web-a", ["python3", "-c", BIND_AGAIN])
+    assert out == "98\n"  # EADDRINUSE: the pod's 8080 is taken

@@ -2,7 +2,8 @@
 
 MODE=serve (default) runs until SIGTERM, then writes "bye" and exits 0; MODE=hang ignores SIGTERM;
 MODE=slow takes $STOP_SECONDS to exit after SIGTERM; MODE=crash raises at start; MODE=exit exits
-with $CODE; MODE=signal kills itself with SIGKILL; MODE=fork also starts a `sleep` child.
+with $CODE; MODE=signal kills itself with SIGKILL; MODE=fork also starts a `sleep` child;
+MODE=http also answers HTTP GET on $PORT (default 8080) with its host name and the path.
 """
 
 import os
@@ -27,6 +28,22 @@ if mode == "signal":
 if mode == "fork":
     child = subprocess.Popen(["sleep", "300"])
     print(f"child {child.pid}", flush=True)
+if mode == "http":
+    import http.server
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = f"{os.environ['HOSTNAME']} {self.path}".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("0.0.0.0", int(os.environ.get("PORT", "8080"))), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
 stop = threading.Event()
 if mode == "hang":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -6,9 +6,11 @@ import importlib.util
 import os
 import sys
 
+import _stepgraph_ports
 import _stepgraph_view
 
 _stepgraph_view.install()
+_stepgraph_ports.install()  # the pod's own port space (the kubelet's process mode sets its table)
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.machinery.PathFinder.find_spec(
