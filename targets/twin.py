@@ -10,7 +10,9 @@ flow mapping (`{agent_ignores_conflicts: true}`); `world_dgds` — `own`
 (default: the catalog creates the DGDs from our manifests, so the run owns and removes them) or
 `keep` (the world's DGDs are pre-deployed, as on a prepared live node); `metrics_via` — `exec`
 (the probe inside the agent pod, default) or `proxy` (the API server's pod proxy); `leftovers` —
-`remove` (default: objects another run left are removed first) or `adopt` (kept, as if prepared).
+`remove` (default: objects another run left are removed first) or `adopt` (kept, as if prepared);
+`agent` — a folder holding `power_agent.py` (or `reference`): the agent container runs it as a
+real process, on the scaled clock.
 
 At stop the target checks, on the twin itself, that every object the run created in the test
 namespace is gone and every GPU is back at its default limit; if not, stopping fails the run
@@ -32,7 +34,7 @@ from stepgraph.twin import Twin
 from stepgraph.twin.apiserver.errors import ApiError
 from stepgraph.twin.apiserver.selectors import parse_label_selector
 from stepgraph.twin.faults import FaultSwitches
-from stepgraph.twin.world import World, WorldError, load_world, profile
+from stepgraph.twin.world import World, WorldError, agent_program_dir, load_world, profile
 from stepgraph.twin.world_install import build_twin, node_config
 
 from .leftovers import leftover_option
@@ -96,6 +98,11 @@ def resolve_world(options: Mapping[str, str], env: Mapping[str, str]) -> World:
         if variant not in ("target", "kaim"):
             raise TargetConfigError(f"twin: variant={variant!r} — use target or kaim")
         data["variant"] = variant
+    if options.get("agent"):
+        try:
+            data["agent"]["program"] = str(agent_program_dir(options["agent"], Path.cwd()))
+        except ValueError as exc:
+            raise TargetConfigError(f"twin: agent={options['agent']}: {exc}") from None
     dgds = options.get("world_dgds", "own")
     if dgds not in ("own", "keep"):
         raise TargetConfigError(f"twin: world_dgds={dgds!r} — use own or keep")

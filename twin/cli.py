@@ -1,6 +1,10 @@
 """`stepgraph twin up` → a twin cluster on loopback until interrupted; prints the kubeconfig path.
 
-    stepgraph twin up [--seed N] [--port P] [--kubeconfig PATH] [--world FILE] [--clock real|virtual]
+    stepgraph twin up [--seed N] [--port P] [--kubeconfig PATH] [--world FILE] [--agent PATH]
+                      [--clock real|virtual|scaled[:RATE]]
+
+`--agent PATH` runs the agent DaemonSet's container as the real program in PATH (a folder holding
+`power_agent.py`, or `reference` for the twin's own agent), in the world given (default Path B).
 
 Runs on the real clock by default (pods start after their start-up delay in wall time), so
 `kubectl --kubeconfig <path> get pods` and the Python client behave as against a cluster.
@@ -33,20 +37,33 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     up.add_argument("--kubeconfig", type=Path, help="where to write the kubeconfig (default: a temp dir)")
     up.add_argument("--world", type=Path, help="a world file for the GPU side (agent, DGDs, faults)")
-    up.add_argument("--clock", choices=("real", "virtual"), default="real")
+    up.add_argument("--agent", help="run the agent as this real program: a folder holding power_agent.py, or `reference`")
+    up.add_argument("--clock", type=_clock, default="real", help="real (default), virtual, or scaled[:RATE] (75 by default)")
     up.add_argument("--startup-delay", type=float, default=2.0, help="seconds from scheduling to Running")
     up.add_argument("--no-cdi", action="store_true", help="accept concrete NVIDIA_VISIBLE_DEVICES (not CDI mode)")
     return p
 
 
+def _clock(text: str) -> str:
+    if text in ("real", "virtual") or text == "scaled" or text.startswith("scaled:"):
+        return text
+    raise argparse.ArgumentTypeError(f"invalid clock {text!r}: use real, virtual or scaled[:RATE]")
+
+
 def build(args: argparse.Namespace) -> Twin:
-    if args.world is not None:
-        from .world import WorldError, load_world  # the GPU side, only when asked for
+    if args.world is not None or args.agent is not None:
+        from .world import WorldError, agent_program_dir, load_world, profile  # the GPU side, only when asked for
         from .world_install import build_twin
         try:
-            world = load_world(args.world)
+            world = load_world(args.world or profile("path-b"))
+            if args.agent is not None:
+                world.agent.program = str(agent_program_dir(args.agent, Path.cwd()))
         except (WorldError, OSError) as exc:
             raise SystemExit(_fail(str(exc))) from None
+        except ValueError as exc:
+            raise SystemExit(_fail(f"--agent {args.agent}: {exc}")) from None
+        if world.agent.program is not None and args.clock == "virtual":
+            raise SystemExit(_fail("a real agent program cannot run on the virtual clock — use --clock real or scaled"))
         return build_twin(world, clock=args.clock, port=args.port)
     node = NodeConfig(startup_delay=args.startup_delay, cdi_mode=not args.no_cdi)
     return Twin(seed=args.seed, clock=args.clock, node=node, port=args.port)

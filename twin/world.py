@@ -92,6 +92,27 @@ class AgentSpec(_Strict):
     memory_limit: str = "256Mi"
     namespace_restricted: bool = Field(False, description="pass --namespace (a Role instead of a ClusterRole)")
     dcgm_enforce: bool = True
+    program: str | None = Field(None, description="run the agent container as this real program: a folder holding "
+                                "power_agent.py (or `reference`, the twin's own agent as a process)")
+
+
+REFERENCE_AGENT = "reference"  # `agent: {program: reference}` — twin/power_agent/ run as a program
+
+
+def agent_program_dir(program: str, base: Path | None = None) -> Path:
+    """The folder an `agent.program` names (relative to `base`); ValueError saying what is wrong."""
+    if program == REFERENCE_AGENT:
+        return Path(__file__).resolve().parent / "power_agent"
+    folder = Path(program).expanduser()
+    if not folder.is_absolute() and base is not None:
+        folder = base / folder
+    if not folder.is_dir():
+        raise ValueError(f"agent program {program!r}: no such folder — give the folder holding power_agent.py "
+                         f"(a checkout's deploy/power-agent), or `{REFERENCE_AGENT}`")
+    if not (folder / "power_agent.py").is_file():
+        raise ValueError(f"agent program {program!r}: {folder} has no power_agent.py — give the folder that holds it "
+                         f"(a checkout's deploy/power-agent)")
+    return folder.resolve()
 
 
 class HostengineSpec(_Strict):
@@ -154,6 +175,9 @@ class World(_Strict):
             raise ValueError(f"node names must be unique, got {names}")
         if self.dgds and not self.operator.install:
             raise ValueError("dgds need `operator: {install: true}` (nothing else turns a DGD into pods)")
+        if self.agent.program is not None and self.timing.agent_tick_seconds != 15:
+            raise ValueError("timing.agent_tick_seconds: a real agent program ticks on its own 15 s constant "
+                             "— leave it at 15 with agent.program")
         if self.agent.actuator == "dcgm" and not self.hostengine.install:
             raise ValueError("agent.actuator dcgm needs `hostengine: {install: true}`")
         return self
@@ -187,10 +211,11 @@ def load_world(path: str | Path) -> World:
         text = path.read_text()
     except OSError as exc:
         raise WorldError(f"{path}:1:1: cannot read the world file ({exc.strerror}) — check the path") from None
-    return parse_world(text, str(path))
+    return parse_world(text, str(path), base=path.parent)
 
 
-def parse_world(text: str, filename: str = "<world>") -> World:
+def parse_world(text: str, filename: str = "<world>", base: Path | None = None) -> World:
+    """Validate a world's text; a relative `agent.program` is resolved against `base` (the file's folder)."""
     yaml = YAML(typ="rt")
     try:
         data = yaml.load(text)
@@ -203,10 +228,17 @@ def parse_world(text: str, filename: str = "<world>") -> World:
     if not isinstance(data, dict):
         raise WorldError(f"{filename}:1:1: a world file is a mapping of keys — found {type(data).__name__}")
     try:
-        return World.model_validate(_plain(data))
+        world = World.model_validate(_plain(data))
     except ValidationError as exc:
         lines = [_describe(filename, data, err) for err in exc.errors()]
         raise WorldError("\n".join(lines)) from None
+    if world.agent.program is not None:
+        try:
+            world.agent.program = str(agent_program_dir(world.agent.program, base))
+        except ValueError as exc:
+            line, col = _position(data, ["agent", "program"])
+            raise WorldError(f"{filename}:{line}:{col}: `agent.program`: {exc}") from None
+    return world
 
 
 def _plain(node: Any) -> Any:

@@ -19,6 +19,7 @@ DGD CRD, the operator and the DGDs — all through the in-process store.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from . import Twin, world_objects
@@ -30,6 +31,8 @@ from .gpus import aiohttp_routes as gpu_routes
 from .node import DEFAULT_LABELS, Node, NodeConfig
 from .operator import Operator
 from .planners import DGD_RESOURCE
+from .power_agent.cli import GENERATION_ENV as AGENT_GENERATION_ENV
+from .process.runtime import ContainerMatch, Program
 from .world import NodeSpec, World
 
 DGD_CRD = {
@@ -60,7 +63,10 @@ def node_config(world: World, spec: NodeSpec | None = None) -> NodeConfig:
 
 
 def build_twin(world: World, **kwargs: Any) -> Twin:
-    """A `Twin` configured and populated by `world` (kwargs go to `Twin`, e.g. `clock="real"`)."""
+    """A `Twin` configured and populated by `world` (kwargs go to `Twin`, e.g. `clock="real"`).
+    A world that runs a real program runs on the scaled clock unless a clock is given."""
+    if world.agent.program is not None:
+        kwargs.setdefault("clock", "scaled")
     return Twin(world=WorldInstaller(world), seed=world.seed,
                 nodes=[node_config(world, spec) for spec in world.nodes], **kwargs)
 
@@ -100,6 +106,9 @@ class WorldInstaller:
         twin.server.extra_routes.extend(aiohttp_routes(faults))
         twin.server.extra_routes.extend(gpu_routes(boards))
         twin.server.extra_middlewares.append(api_fault_middleware(faults, twin.rng("api-faults")))
+        twin.processes.devices = directory
+        if world.agent.program is not None:
+            register_agent_program(twin, world)
 
         store = twin.store
         if not _exists(store, "namespaces", None, world.namespace):
@@ -135,3 +144,11 @@ def _exists(store: Any, resource: str, namespace: str | None, name: str) -> bool
     except Exception:
         return False
     return True
+
+
+def register_agent_program(twin: Twin, world: World) -> None:
+    """The agent DaemonSet's container runs the world's agent program as a real process."""
+    assert world.agent.program is not None
+    program = Program(root=Path(world.agent.program), mount="/app", env=((AGENT_GENERATION_ENV, world.agent.generation),))
+    twin.processes.register(twin.workloads, "power-agent-program",
+                            ContainerMatch(pod="power-agent-*", container="power-agent"), program)

@@ -13,6 +13,7 @@ import argparse
 import re
 from dataclasses import dataclass
 
+GENERATION_ENV = "TWIN_AGENT_GENERATION"  # which generation the agent program plays (its image's ENV)
 _VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}

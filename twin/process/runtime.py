@@ -58,6 +58,7 @@ class Program:
     entrypoint: tuple[str, ...] = ()            # the image's ENTRYPOINT (used when the manifest has no command)
     cmd: tuple[str, ...] = ()                   # the image's CMD
     interpreter: str = sys.executable           # what `python`/`python3` in the command line means
+    env: tuple[tuple[str, str], ...] = ()       # the image's ENV (the pod spec's variables win)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root))
@@ -112,7 +113,7 @@ class ProcessRuntime:
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="twin-spawner")
         self._children: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
-        self._closed = False
+        self.closed = False
 
     def port_table(self, pod_uid: str) -> Path:
         """The pod's table of container port → machine port (one per pod: its network namespace)."""
@@ -136,7 +137,7 @@ class ProcessRuntime:
     def spawn(self, argv: list[str], *, env: dict[str, str], cwd: Path, stdin: int | None = subprocess.DEVNULL,
               ) -> subprocess.Popen:
         """Start a child from the spawner thread; FileNotFoundError/PermissionError if argv[0] cannot run."""
-        if self._closed:
+        if self.closed:
             raise RuntimeError("the process runtime is closed")
 
         def start() -> subprocess.Popen:
@@ -158,7 +159,7 @@ class ProcessRuntime:
 
     def close(self) -> None:
         """SIGKILL every child's process group and reap it; idempotent."""
-        self._closed = True
+        self.closed = True
         with self._lock:
             children = list(self._children)
             self._children.clear()
@@ -239,7 +240,7 @@ class ProcessWorkload(Workload):
                 return ctx.store.get(resource, namespace, name)
             except Exception:  # the store's 404: the kubelet reports the missing object by name
                 return None
-        return container_env(pod, ctx.container, read, base)
+        return container_env(pod, ctx.container, read, {**base, **dict(self.program.env)})
 
     def command(self, argv: list[str]) -> list[str]:
         """The machine's command line: paths under a mount rewritten by the view, `python…` → the
@@ -299,7 +300,8 @@ class ProcessWorkload(Workload):
             reader.join()
         self.runtime.forget(running.proc)
         self._close_view()
-        ctx.clock.call_later(0, lambda: ctx.exit(code))  # kubelet state changes on the clock's thread
+        if not self.runtime.closed:  # a twin going down ends its programs; no container restarts then
+            ctx.clock.call_later(0, lambda: ctx.exit(code))  # kubelet state changes on the clock's thread
 
     def stop(self, ctx: WorkloadContext, graceful: bool) -> float | None:
         running = self._running

@@ -1,0 +1,56 @@
+"""The twin's own Power Agent run the way a real agent is run: `agent: {program: reference}` makes
+the agent DaemonSet's container a real process (real pynvml on the twin's library, in-cluster
+config over HTTPS, /proc/<pid>/cgroup, prometheus_client on its port), on the scaled clock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from kubernetes.stream import stream
+from process_rig import eventually
+
+from stepgraph.twin.world import agent_program_dir, load_world, profile
+from stepgraph.twin.world_install import build_twin
+
+METRICS_PROBE = (Path(__file__).resolve().parents[3] / "steps" / "probes" / "metrics.py").read_text()
+ANNOTATION = "dynamo.nvidia.com/gpu-power-limit"
+
+
+@pytest.fixture
+def agent_world():
+    world = load_world(profile("path-b"))
+    world.agent.program = str(agent_program_dir("reference"))
+    twin = build_twin(world).start()
+    api = twin.api_client()
+    try:
+        yield twin, world, client.CoreV1Api(api), client.AppsV1Api(api)
+    finally:
+        api.close()
+        twin.stop()
+
+
+def worker(name: str, watts: int) -> dict:
+    return {"metadata": {"name": name, "annotations": {ANNOTATION: str(watts), "twin.stepgraph.dev/cuda-context": "true"}},
+            "spec": {"containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "infinity"],
+                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+def test_the_reference_agent_as_a_process_caps_reports_and_restores(agent_world):
+    twin, world, core, apps = agent_world
+    board = twin.gpu.devices.board
+    agent = eventually(lambda: [p for p in core.list_namespaced_pod(world.namespace).items
+                                if p.status.phase == "Running"], what="the agent pod running")[0].metadata.name
+    assert twin.processes.children(), "the agent container is a real child process"
+    core.create_namespaced_pod("default", worker("w", 250))
+    eventually(lambda: sorted(g.limit_w for g in board.gpus).count(250) == 1, what="the cap on the worker's GPU")
+    capped = next(g.index for g in board.gpus if g.limit_w == 250)
+    metrics = stream(core.connect_get_namespaced_pod_exec, agent, world.namespace, command=["python", "-c", METRICS_PROBE],
+                     stdout=True, stderr=True, stdin=False, tty=False)
+    assert f'dynamo_power_agent_applied_limit_watts{{gpu="{capped}"}} 250.0' in metrics
+    log = core.read_namespaced_pod_log(agent, world.namespace)
+    assert "startup: 0 previously managed GPU(s), 0 orphan(s) restored" in log
+    apps.delete_namespaced_daemon_set("power-agent", world.namespace)  # its pod goes: SIGTERM → restore
+    eventually(lambda: all(g.limit_mw == g.default_mw for g in board.gpus), what="every GPU back at its default")
+    eventually(lambda: not twin.processes.children(), what="the agent process's end")
