@@ -8,7 +8,9 @@ the fallback, as every agent version does), `/proc/<pid>/cgroup`, the state file
 15 s tick on `Event.wait` and SIGTERM/SIGINT → restore. The policy, metrics and state rules are
 the in-process agent's (`agent.py`, `policy.py`, `metrics.py`, `state.py`), so both modes decide
 alike. The image's generation is `$TWIN_AGENT_GENERATION` (the in-process default otherwise).
-Only the NVML actuator runs here: `--actuator=dcgm` exits 1, as an agent without DCGM does.
+With `--actuator=dcgm` the in-process DCGM actuator runs over the DCGM Python bindings (`pydcgm`,
+`dcgm_structs`, `dcgmvalue`, as the real agents import them) against `--dcgm-host:--dcgm-port`;
+no hostengine there → exit 1, no fallback to NVML, as the real agents do.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ import signal
 import sys
 import threading
 
-from stepgraph.twin.power_agent.actuators import NvmlActuator
+from stepgraph.twin.dcgm import (
+    DCGM_FI_DEV_POWER_MGMT_LIMIT,
+    DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF,
+    DCGM_FI_DEV_POWER_MGMT_LIMIT_MAX,
+    DCGM_FI_DEV_POWER_MGMT_LIMIT_MIN,
+    DcgmError,
+)
+from stepgraph.twin.power_agent.actuators import DcgmActuator, NvmlActuator
 from stepgraph.twin.power_agent.agent import RECONCILE_INTERVAL_S, AgentConfig, PodListError, PowerAgent
 from stepgraph.twin.power_agent.cli import GENERATION_ENV, CliError, parse
 from stepgraph.twin.power_agent.metrics import AgentMetrics
@@ -69,6 +78,78 @@ def pod_lister(namespace: str | None, node_name: str):
     return list_pods
 
 
+class PydcgmConnection:
+    """The DCGM actuator's connection, spoken through the DCGM Python bindings as a real agent does."""
+
+    def __init__(self, host: str, port: int) -> None:
+        import dcgm_structs
+        import pydcgm
+        self._structs, self._pydcgm = dcgm_structs, pydcgm
+        self.handle = self._call(lambda: pydcgm.DcgmHandle(ipAddress=f"{host}:{port}",
+                                                            opMode=dcgm_structs.DCGM_OPERATION_MODE_AUTO,
+                                                            persistAfterDisconnect=False, timeoutMs=5000))
+        self._groups: dict[int, object] = {}
+
+    def _call(self, fn):
+        try:
+            return fn()
+        except self._structs.DCGMError as exc:  # the actuator speaks the twin's DcgmError (same codes)
+            raise DcgmError(exc.value, str(exc)) from exc
+
+    def get_all_gpu_ids(self) -> list[int]:
+        return list(self._call(lambda: self.handle.GetSystem().discovery.GetAllGpuIds()))
+
+    def _attributes(self, gpu: int):
+        return self._call(lambda: self.handle.GetSystem().discovery.GetGpuAttributes(gpu))
+
+    def gpu_uuid(self, gpu: int) -> str:
+        uuid = self._attributes(gpu).identifiers.uuid
+        return uuid.decode() if isinstance(uuid, bytes) else uuid
+
+    def latest_values(self, gpu: int, field_ids: list[int]) -> dict[int, float]:
+        limits = self._attributes(gpu).powerLimits
+        by_field = {DCGM_FI_DEV_POWER_MGMT_LIMIT: limits.curPowerLimit, DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF:
+                    limits.defaultPowerLimit, DCGM_FI_DEV_POWER_MGMT_LIMIT_MIN: limits.minPowerLimit,
+                    DCGM_FI_DEV_POWER_MGMT_LIMIT_MAX: limits.maxPowerLimit}
+        return {f: float(by_field[f]) for f in field_ids}
+
+    def create_group(self, name: str) -> int:
+        group = self._call(lambda: self._pydcgm.DcgmGroup(self.handle, groupName=name,
+                                                          groupType=self._structs.DCGM_GROUP_EMPTY))
+        gid = int(group.GetId().value if hasattr(group.GetId(), "value") else group.GetId())
+        self._groups[gid] = group
+        return gid
+
+    def add_gpu(self, gid: int, gpu: int) -> None:
+        self._call(lambda: self._groups[gid].AddGpu(gpu))
+
+    def config_set_power_limit(self, gid: int, watts: int) -> None:
+        import dcgmvalue
+        structs = self._structs
+        cfg = structs.c_dcgmDeviceConfig_v2()
+        cfg.version = structs.dcgmDeviceConfig_version2
+        cfg.mEccMode = cfg.mComputeMode = dcgmvalue.DCGM_INT32_BLANK
+        cfg.mPerfState.syncBoost = dcgmvalue.DCGM_INT32_BLANK
+        cfg.mPerfState.targetClocks.memClock = cfg.mPerfState.targetClocks.smClock = dcgmvalue.DCGM_INT32_BLANK
+        for i in range(structs.DCGM_WORKLOAD_POWER_PROFILE_ARRAY_SIZE):
+            cfg.mWorkloadPowerProfiles[i] = dcgmvalue.DCGM_INT32_BLANK
+        cfg.mPowerLimit.type = structs.DCGM_CONFIG_POWER_CAP_INDIVIDUAL
+        cfg.mPowerLimit.val = int(watts)
+        self._call(lambda: self._groups[gid].config.Set(cfg))
+
+    def config_enforce(self, gid: int) -> None:
+        self._call(lambda: self._groups[gid].config.Enforce())
+
+    def close(self) -> None:
+        for group in self._groups.values():
+            try:
+                group.Delete()
+            except self._structs.DCGMError:
+                pass  # the hostengine already forgot it (restart): nothing left to delete
+        self._groups.clear()
+        self.handle.Shutdown()
+
+
 def read_cgroup(pid: int) -> str:
     with open(f"/proc/{pid}/cgroup", encoding="utf-8") as f:
         return f.read()
@@ -84,16 +165,22 @@ def main(argv: list[str]) -> int:
     if generation not in GENERATIONS:
         log("ERROR", f"unknown {GENERATION_ENV} {generation!r} (one of {', '.join(GENERATIONS)})")
         return 2
-    if cli.actuator != "nvml":
-        log("ERROR", "DCGM actuator init failed: this build of the reference agent has the NVML actuator only")
-        return 1
     import pynvml
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     metrics = AgentMetrics(with_enforce_counter=generation != "PA-late")
     state = ManagedState(ContainerFiles(), f"{STATE_DIR}/{STATE_FILE}")  # type: ignore[arg-type]
-    actuator = NvmlActuator(pynvml, metrics, state, log)
+    actuator: NvmlActuator | DcgmActuator
+    if cli.actuator == "dcgm":
+        try:
+            actuator = DcgmActuator(lambda: PydcgmConnection(cli.dcgm_host, cli.dcgm_port), cli.dcgm_enforce,
+                                    pynvml, metrics, state, log)
+        except DcgmError as exc:  # no fallback to NVML: the container dies and is restarted
+            log("ERROR", f"DCGM actuator init failed: {exc}")
+            return 1
+    else:
+        actuator = NvmlActuator(pynvml, metrics, state, log)
     node = cli.node_name or ""
     config = AgentConfig(cli.safe_default_watts, node, cli.namespace, generation, cli.actuator)
     agent = PowerAgent(config, actuator, metrics, state, pod_lister(cli.namespace, node), read_cgroup, log)
