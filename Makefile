@@ -9,7 +9,7 @@ WORLDS ?= path-b path-b-dcgm path-a path-a-dcgm
 LINKS  := $(VENV)/.linked
 FILES  := build/package-files.txt
 
-.PHONY: run test typecheck wheel-smoke bench clean FORCE
+.PHONY: run run-process test typecheck wheel-smoke bench clean FORCE
 
 # A strict editable install (see setup.py): build/__editable__… links every file of the packages
 # into the wheel's layout, so every tool resolves stepgraph.* the same way. A file added or removed
@@ -32,6 +32,14 @@ $(LINKS): $(STAMP) $(FILES)
 run: $(LINKS)
 	$(BIN)/stepgraph run --reports reports $(WORLDS:%=--world %) -- --gherkin-terminal-reporter -vv
 
+# The same catalog with the agent DaemonSet's container run as a real process (our reference
+# agent; AGENT=PATH runs another checkout's deploy/power-agent) on the scaled clock.
+AGENT ?= reference
+run-process: $(LINKS)
+	$(BIN)/stepgraph run --reports reports-process $(WORLDS:%=--world %) -- --target-option agent=$(AGENT) \
+		--gherkin-terminal-reporter -vv
+
+test: $(STAMP)
 test: $(LINKS)
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .

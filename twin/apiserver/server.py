@@ -166,6 +166,8 @@ class ApiServer:
                                       target.namespace, target.name))
         if target.rtype.key == "pods" and target.sub in ("log", "exec", "attach", "proxy"):
             return await self._pod_io(request, target)
+        if target.rtype.key == "services" and target.sub == "proxy":
+            return await self._service_proxy(target)
         return await rest.handle_resource(request, self.store, target, self.auth, user)
 
     def _openapi(self, gv_path: str) -> web.Response:
@@ -194,9 +196,39 @@ class ApiServer:
             return await podio.handle_exec(request, self.store, self.runtime, ns, target.name)
         name, port = podio.parse_proxy_name(target.name)
         pod = self.store.get("pods", ns, name)
-        answer = self.runtime.proxy(pod, port, "/" + target.tail)
+        return await self._proxy_to(pod, port, target.tail, f"{name}:{port}")
+
+    async def _proxy_to(self, pod: dict, port: int | None, tail: str, where: str) -> web.Response:
+        """GET from a pod's container port; off the event loop, since a real program answers it."""
+        assert self.runtime is not None
+        loop = asyncio.get_running_loop()
+        answer = await loop.run_in_executor(None, self.runtime.proxy, pod, port, "/" + tail)
         if answer is None:
-            raise ApiError(503, f"error trying to reach service: dial tcp {name}:{port}: connect: connection refused",
+            raise ApiError(503, f"error trying to reach service: dial tcp {where}: connect: connection refused",
                            "ServiceUnavailable")
         status, ctype, body = answer
         return web.Response(status=status, body=body, headers={"Content-Type": ctype})
+
+    async def _service_proxy(self, target: rest.Target) -> web.Response:
+        """services/NAME[:PORT]/proxy/…: to a running pod the Service selects, on the target port."""
+        if self.runtime is None:
+            raise resource_missing()
+        name, port = podio.parse_proxy_name(target.name)
+        svc = self.store.get("services", target.namespace, name)
+        spec = svc.get("spec") or {}
+        ports = spec.get("ports") or []
+        chosen = next((p for p in ports if port is None or p.get("port") == port), None)
+        if chosen is None:
+            raise ApiError(503, f'no endpoints available for service "{name}"', "ServiceUnavailable")
+        selector = ",".join(f"{k}={v}" for k, v in (spec.get("selector") or {}).items())
+        pods = [p for p in self.store.list("pods", target.namespace, label_selector=selector or None)
+                if (p.get("status") or {}).get("phase") == "Running" and selector]
+        if not pods:
+            raise ApiError(503, f'no endpoints available for service "{name}"', "ServiceUnavailable")
+        pod = pods[0]
+        wanted = chosen.get("targetPort", chosen.get("port"))
+        if isinstance(wanted, str) and not wanted.isdigit():  # a named container port
+            wanted = next((cp.get("containerPort") for c in pod["spec"]["containers"] for cp in c.get("ports") or []
+                           if cp.get("name") == wanted), None)
+        return await self._proxy_to(pod, int(wanted) if wanted is not None else None, target.tail,
+                                    f"{(pod.get('status') or {}).get('podIP', '')}:{wanted}")

@@ -77,3 +77,14 @@ def test_each_pod_has_its_own_ports_reached_through_the_proxy_and_from_inside(tw
     assert (out, code) == ("web-a /in\n", 0), err
     out, _, _ = run(core, "web-a", ["python3", "-c", BIND_AGAIN])
     assert out == "98\n"  # EADDRINUSE: the pod's 8080 is taken
+
+
+def test_a_service_reaches_the_programs_port(twin, core, tiny):
+    body = tiny_pod("svc-backend", env={"MODE": "http", "PORT": "9000"})
+    body["metadata"]["labels"] = {"app": "backend"}
+    body["spec"]["containers"][0]["ports"] = [{"name": "web", "containerPort": 9000}]
+    core.create_namespaced_pod("default", body)
+    core.create_namespaced_service("default", {"metadata": {"name": "backend"}, "spec": {
+        "selector": {"app": "backend"}, "ports": [{"port": 80, "targetPort": "web"}]}})
+    started(core, "svc-backend")
+    assert core.connect_get_namespaced_service_proxy_with_path("backend:80", "default", "x") == "svc-backend /x"
