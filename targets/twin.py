@@ -12,7 +12,8 @@ flow mapping (`{agent_ignores_conflicts: true}`); `world_dgds` — `own`
 (the probe inside the agent pod, default) or `proxy` (the API server's pod proxy); `leftovers` —
 `remove` (default: objects another run left are removed first) or `adopt` (kept, as if prepared);
 `agent` — a folder holding `power_agent.py` (or `reference`): the agent container runs it as a
-real process, on the scaled clock.
+real process, on the scaled clock; `clock` — `virtual` (default without a program), `real`, or
+`scaled[:RATE]` (default with one; a lower rate leaves a loaded machine more time per tick).
 
 At stop the target checks, on the twin itself, that every object the run created in the test
 namespace is gone and every GPU is back at its default limit; if not, stopping fails the run
@@ -143,10 +144,19 @@ class TwinTarget:
         self.world: World | None = None
         self.metrics_via = "exec"
         self.twin: Twin | None = None
+        self.clock: str | None = None
         self._before: dict[str, set[str]] = {}
 
     def configure(self, options: Mapping[str, str]) -> None:
         self.world = resolve_world(options, self._env)
+        self.clock = options.get("clock")
+        if self.clock is not None:
+            rate = self.clock.partition(":")[2]
+            if self.clock not in ("virtual", "real", "scaled") and not (
+                    self.clock.startswith("scaled:") and rate.replace(".", "", 1).isdigit() and float(rate) > 0):
+                raise TargetConfigError(f"twin: clock={self.clock!r} — use virtual, real or scaled[:RATE], e.g. scaled:25")
+            if self.clock == "virtual" and self.world.agent.program is not None:
+                raise TargetConfigError("twin: clock=virtual cannot run a real agent program — use scaled[:RATE] or real")
         self.metrics_via = options.get("metrics_via", "exec")
         if self.metrics_via not in ("exec", "proxy"):
             raise TargetConfigError(f"twin: metrics_via={self.metrics_via!r} — use exec or proxy")
@@ -175,7 +185,7 @@ class TwinTarget:
             self.configure(options)
         world = self.world
         assert world is not None
-        self.twin = build_twin(world).start()
+        self.twin = build_twin(world, **({"clock": self.clock} if self.clock else {})).start()
         self._before = self._objects()
         facts = {
             "target": "twin",

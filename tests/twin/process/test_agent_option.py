@@ -73,3 +73,14 @@ def test_ctrl_c_on_twin_up_ends_the_agent_program(tmp_path):
     finally:
         up.kill()
         up.wait()
+
+
+@pytest.mark.parametrize("clock,message", [
+    ("scaled:fast", "twin: clock='scaled:fast' — use virtual, real or scaled[:RATE], e.g. scaled:25"),
+    ("virtual", "twin: clock=virtual cannot run a real agent program — use scaled[:RATE] or real"),
+])
+def test_the_target_refuses_a_clock_a_program_cannot_run_on(clock, message):
+    from stepgraph.targets.twin import TwinTarget
+    with pytest.raises(TargetConfigError) as err:
+        TwinTarget(env={}).configure({"agent": "reference", "clock": clock})
+    assert str(err.value) == message
