@@ -4,7 +4,8 @@ A `ProcessRuntime` maps containers (by image, pod name or container name) to loc
 (`Program`: a folder standing for the image's files at `mount`, plus the image's ENTRYPOINT/CMD).
 For a matched container the kubelet gets a `ProcessWorkload`, which:
 - builds the environment and command line from the manifest by the kubelet's rules (`podenv`),
-  runs `python…` as the runner's interpreter and paths under `mount` from the program's folder;
+  opens the program view (`view.py`, with the program's folder mounted at `mount`) and runs
+  `python…` as the runner's interpreter;
 - starts the program in its own session (so a signal reaches every process it starts), feeds
   each stdout/stderr line to the container log as it is written, and reports the exit status
   (128 + N for death by signal N, as containerd does) on the twin's clock;
