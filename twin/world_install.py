@@ -117,6 +117,9 @@ class WorldInstaller:
             store.create("services", world.namespace, world_objects.hostengine_service(world))
             store.create("daemonsets.apps", world.namespace, world_objects.hostengine_daemonset(world))
         if world.agent.install:
+            for resource, namespace, obj in world_objects.agent_rbac(world):
+                if not _exists(store, resource, namespace, obj["metadata"]["name"]):
+                    store.create(resource, namespace, obj)
             store.create("daemonsets.apps", world.namespace, world_objects.agent_daemonset(world))
         operator = None
         if world.operator.install:

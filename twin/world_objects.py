@@ -157,3 +157,21 @@ def dgd(spec: DgdSpec, world: World) -> dict:
     return {"apiVersion": DGD_API_VERSION, "kind": "DynamoGraphDeployment",
             "metadata": {"name": spec.name, "namespace": world.namespace, "labels": dict(PURPOSE)},
             "spec": {"services": services}}
+
+
+def agent_rbac(world: World) -> list[tuple[str, str | None, dict]]:
+    """The chart's ServiceAccount and pod-read role for the agent, as (resource, namespace, object):
+    a ClusterRole, or a Role in the agent's namespace when `namespace_restricted` (role.yaml)."""
+    ns, name = world.namespace, "power-agent"
+    rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
+    subject = [{"kind": "ServiceAccount", "name": name, "namespace": ns}]
+    objects: list[tuple[str, str | None, dict]] = [("serviceaccounts", ns, {"metadata": {"name": name, "namespace": ns}})]
+    if world.agent.namespace_restricted:
+        kind, scope = "Role", ns
+    else:
+        kind, scope = "ClusterRole", None
+    group = "rbac.authorization.k8s.io"
+    objects.append((f"{kind.lower()}s.{group}", scope, {"metadata": {"name": name}, "rules": rules}))
+    objects.append((f"{kind.lower()}bindings.{group}", scope, {
+        "metadata": {"name": name}, "subjects": subject, "roleRef": {"apiGroup": group, "kind": kind, "name": name}}))
+    return objects

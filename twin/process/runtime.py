@@ -265,10 +265,14 @@ class ProcessWorkload(Workload):
         try:
             self._view = self.runtime.node_view().open(ctx, [Mount(self.program.mount, str(self.program.root), True)])
             if self._ca_pem and any(m.container_path == SERVICE_ACCOUNT_DIR for m in self._view.mounts):
-                self._view.write_service_account(self.runtime.token_for(ctx.pod), self._ca_pem)
+                try:
+                    token = self.runtime.token_for(ctx.pod)
+                except Exception as exc:  # the store's 404: no such service account yet
+                    raise ViewError(f"cannot mint the service-account token: {exc}") from None
+                self._view.write_service_account(token, self._ca_pem)
         except ViewError as exc:
             self._close_view()
-            raise StartFailure("CreateContainerError", str(exc)) from None
+            raise StartFailure("CreateContainerConfigError", str(exc)) from None
         for note in self._view.notes:
             ctx.store.record_event(ctx.pod, "ProcessView", note, type="Warning", component="kubelet")
         ports = self.runtime.port_table(ctx.pod_uid)
