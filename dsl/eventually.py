@@ -76,6 +76,8 @@ def eventually(
     message = f"{what}still failing after {timeout:g} s ({attempts} attempts)"
     if expected is None and observed is None:
         message += f"; last failure: {last}"
+    elif isinstance(last, CheckFailed):
+        message += f": {last.message}"  # what the check looks at, beside its expected and observed
     raise EventuallyTimeout(message, expected=expected, observed=observed, history=history) from last
 
 
@@ -110,6 +112,8 @@ def throughout(
             observed = getattr(failure, "observed", None)
             if expected is None and observed is None:
                 message += f"; failure: {failure}"
+            elif isinstance(failure, CheckFailed):
+                message += f": {failure.message}"
             raise ThroughoutBroken(message, expected=expected, observed=observed, history=[(held, observed)]) from failure
         remaining = deadline - clock.now()
         if remaining <= 0:

@@ -49,7 +49,7 @@ def test_a_failed_check_is_one_block_without_framework_frames(run: pytest.RunRes
         [
             "scenarios/f.feature:5:5: Then within 3 s GPU 5 keeps its cap",
             "  in scenario 'a GPU drifts' (scenarios/f.feature:3:3)",
-            "  rec.caps within 3 s: still failing after 3 s (4 attempts)",
+            "  rec.caps within 3 s: still failing after 3 s (4 attempts): NVML power limits (W)",
             "  expected: {0: 350, 1: 325, 5: 300}",
             "  observed: {0: 350, 1: 325, 5: 253}",
             "     expected  observed",

@@ -372,7 +372,7 @@ def test_a_check_that_never_holds_fails_with_expected_and_last_observed(project:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*common.elapsed within 1 agent tick: still failing after 15 s (16 attempts)",
+            "*common.elapsed within 1 agent tick: still failing after 15 s (16 attempts): not enough time passed",
             "*expected: ≥ 60 s",
             "*observed: 15 s",
         ]
