@@ -40,6 +40,14 @@ class CheckFailed(AssertionError):
         return "\n".join(parts)
 
 
+def _what_failed(failure: AssertionError, label: str) -> str:
+    """The failed check's own words after a window's verdict: its message (what it looks at) beside
+    its expected and observed, or the whole failure when it carries neither."""
+    if getattr(failure, "expected", None) is None and getattr(failure, "observed", None) is None:
+        return f"; {label}: {failure}"
+    return f": {failure.message}" if isinstance(failure, CheckFailed) else ""
+
+
 class EventuallyTimeout(CheckFailed):
     """The condition still did not hold at the deadline."""
 
@@ -73,11 +81,7 @@ def eventually(
     what = f"{description}: " if description else ""
     expected = getattr(last, "expected", None)
     observed = getattr(last, "observed", None)
-    message = f"{what}still failing after {timeout:g} s ({attempts} attempts)"
-    if expected is None and observed is None:
-        message += f"; last failure: {last}"
-    elif isinstance(last, CheckFailed):
-        message += f": {last.message}"  # what the check looks at, beside its expected and observed
+    message = f"{what}still failing after {timeout:g} s ({attempts} attempts)" + _what_failed(last, "last failure")
     raise EventuallyTimeout(message, expected=expected, observed=observed, history=history) from last
 
 
@@ -108,12 +112,9 @@ def throughout(
             what = f"{description}: " if description else ""
             held = clock.now() - start
             message = f"{what}stopped holding after {held:g} s of {duration:g} s (observation {observations})"
+            message += _what_failed(failure, "failure")
             expected = getattr(failure, "expected", None)
             observed = getattr(failure, "observed", None)
-            if expected is None and observed is None:
-                message += f"; failure: {failure}"
-            elif isinstance(failure, CheckFailed):
-                message += f": {failure.message}"
             raise ThroughoutBroken(message, expected=expected, observed=observed, history=[(held, observed)]) from failure
         remaining = deadline - clock.now()
         if remaining <= 0:
