@@ -163,7 +163,9 @@ def order_hazards(scenarios: Iterable[tuple[Feature, Scenario]]) -> list[Diagnos
 
 
 def _duplicates(feature: Feature) -> list[Diagnostic]:
-    diags, names, ids = [], {}, {}
+    diags: list[Diagnostic] = []
+    names: dict[str, Location] = {}
+    ids: dict[str, Location] = {}
     for scenario in feature.scenarios:
         if scenario.name in names:
             diags.append(

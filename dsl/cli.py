@@ -41,7 +41,7 @@ def _registry() -> Registry:
     return REGISTRY
 
 
-def _extra_commands() -> dict[str, Callable[[list[str]], int]]:
+def _extra_commands() -> dict[str, Callable[[], Callable[[list[str]], int]]]:
     return {ep.name: ep.load for ep in entry_points(group=COMMANDS_GROUP)}  # loaded only when used
 
 
@@ -156,9 +156,9 @@ def cmd_lint(args: argparse.Namespace, _: list[str]) -> int:
     ok = _report(files, extra)
     scenarios = sum(len(f.feature.scenarios) for f in files if f.feature)
     if target is not None:
-        for f in files:
-            for s in f.feature.scenarios if f.feature else ():
-                missing = sorted(f.feature.needs(s) - set(target.capabilities))
+        for feature in (f.feature for f in files if f.feature):
+            for s in feature.scenarios:
+                missing = sorted(feature.needs(s) - set(target.capabilities))
                 if missing:
                     print(f"{s.location}: note: target {target.name!r} would skip {s.name!r} (lacks {', '.join(missing)})")
     status = "ok" if ok else "errors"

@@ -14,6 +14,7 @@ import re
 import secrets
 import types
 import unicodedata
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,7 @@ class ScenarioModule(pytest.Module):
         return target
 
     def collect(self) -> list[pytest.Item | pytest.Collector]:
-        items = super().collect()
+        items = list(super().collect())
         for item in items:
             scenario_info = self._scenario_by_test.get(getattr(item, "originalname", item.name))
             if scenario_info is None:
@@ -204,7 +205,7 @@ def _name_rows(config: pytest.Config, wrapper: Any, rows: list[Scenario], featur
                 register_tag_marker(config, f"id:{row_id}")
                 extra.append(getattr(pytest.mark, f"id:{row_id}"))
             params.append(pytest.param(*param.values, id=label, marks=[*param.marks, *extra]))
-        marks[index] = pytest.mark.parametrize(*mark.args[:1], params, **mark.kwargs).mark
+        marks[index] = pytest.mark.parametrize(mark.args[0], params, **mark.kwargs).mark
     wrapper.pytestmark = marks
 
 
@@ -218,7 +219,7 @@ def _noop() -> None:
     """A stepgraph scenario; its steps are in the scenario file."""
 
 
-def _file_tags(doc: dict[str, Any]) -> set[str]:
+def _file_tags(doc: Mapping[str, Any]) -> set[str]:
     """Every tag pytest-bdd will turn into a mark: on the feature, its scenarios and their examples."""
     feature = doc["feature"]
     rules = [c["rule"] for c in feature["children"] if "rule" in c]
@@ -247,13 +248,13 @@ def _test_name(scenario_name: str, taken: set[str]) -> str:
     return name
 
 
-def _line_maps(doc: dict[str, Any], feature: Feature) -> dict[str, dict[int, Location]]:
+def _line_maps(doc: Mapping[str, Any], feature: Feature) -> dict[str, dict[int, Location]]:
     """Per scenario name in the file pytest-bdd runs: line of each step → where the user wrote it."""
     def background_lines(children: list[dict[str, Any]]) -> list[int]:
         return [s["location"]["line"] for c in children if "background" in c for s in c["background"]["steps"]]
 
     children = doc["feature"]["children"]
-    nodes = {c["scenario"]["name"]: (c["scenario"], []) for c in children if "scenario" in c}
+    nodes: dict[str, tuple[Any, list[int]]] = {c["scenario"]["name"]: (c["scenario"], []) for c in children if "scenario" in c}
     for rule in (c["rule"] for c in children if "rule" in c):  # a rule's Background runs after the feature's
         rule_lines = background_lines(rule["children"])
         nodes.update({c["scenario"]["name"]: (c["scenario"], rule_lines) for c in rule["children"] if "scenario" in c})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .diagnostics import Diagnostic, Location
@@ -22,7 +22,7 @@ STEP_KEYWORDS = ("Given", "When", "Then", "And", "But")
 BLOCK_KEYWORDS = ("Feature:", "Background:", "Scenario:", "Scenario Outline:", "Scenario Template:", "Example:", "Examples:", "Rule:")
 
 
-def text_problems(text: str, feature: dict[str, Any], registry: Registry, display: str) -> list[Diagnostic]:
+def text_problems(text: str, feature: Mapping[str, Any], registry: Registry, display: str) -> list[Diagnostic]:
     """Description lines that read like steps or keywords, and scenarios/backgrounds without steps."""
     lines = text.splitlines()
     diags = []
@@ -46,7 +46,7 @@ def text_problems(text: str, feature: dict[str, Any], registry: Registry, displa
     return diags
 
 
-def _blocks(feature: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+def _blocks(feature: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], str]]:
     """Every node that can carry a description: the feature, rules, backgrounds, scenarios, examples."""
     yield feature, "feature"
     for child in feature.get("children", []):

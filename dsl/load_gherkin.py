@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from gherkin.errors import CompositeParserException, ParserError
@@ -106,16 +107,16 @@ class _Builder:
         self.registry, self.display = registry, display
         self.diags: list[Diagnostic] = []
 
-    def loc(self, node: dict[str, Any]) -> Location:
+    def loc(self, node: Mapping[str, Any]) -> Location:
         return Location(self.display, node["location"]["line"], node["location"].get("column") or 1)
 
-    def tags(self, node: dict[str, Any], inherited: list[dict[str, Any]] | None = None) -> ir.Tags:
+    def tags(self, node: Mapping[str, Any], inherited: list[Mapping[str, Any]] | None = None) -> ir.Tags:
         raw = [*(inherited or []), *node.get("tags", [])]
         tags, diags = parse_tags([t["name"].removeprefix("@") for t in raw], [self.loc(t) for t in raw])
         self.diags += diags
         return tags
 
-    def feature(self, node: dict[str, Any]) -> tuple[ir.Feature | None, list[Diagnostic]]:
+    def feature(self, node: Mapping[str, Any]) -> tuple[ir.Feature | None, list[Diagnostic]]:
         background: tuple[ir.StepCall, ...] = ()
         scenarios: list[ir.Scenario] = []
         for child in node.get("children", []):

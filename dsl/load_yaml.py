@@ -223,7 +223,7 @@ def _type_words(kind: Any) -> str:
         "integer": "an integer",
         "boolean": "true/false",
     }
-    return " or ".join(words.get(k, k) for k in kinds)
+    return " or ".join(str(words.get(k, k)) for k in kinds)
 
 
 class _Builder:

@@ -165,7 +165,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if info is not None:
         record_node(item, info.target, info.facts)
     if HAZARDS in item.stash:
-        pytest.fail("\n".join(item.stash[HAZARDS]), pytrace=False)
+        hazards = item.stash[HAZARDS]
+        pytest.fail("\n".join(hazards), pytrace=False)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -100,9 +100,9 @@ class LocalTarget:
         return None
 
 
-def target_factories() -> dict[str, Callable[[], Target]]:
+def target_factories() -> dict[str, Callable[[], Any]]:
     """Every known target by name: the entry points, plus `local` unless one overrides it."""
-    found: dict[str, Callable[[], Target]] = {"local": LocalTarget}
+    found: dict[str, Callable[[], Any]] = {"local": LocalTarget}  # a target class, or an entry point's load
     for ep in entry_points(group=TARGET_GROUP):
         found[ep.name] = ep.load
     return found
@@ -133,7 +133,7 @@ def load_target(name: str) -> Target:
     return target
 
 
-def _import_factory(spec: str) -> Callable[[], Target]:
+def _import_factory(spec: str) -> Callable[[], Any]:
     import importlib
     import inspect
 

@@ -80,7 +80,7 @@ def stepgraph_session(pytestconfig: pytest.Config) -> Iterator[TargetSession]:
 
 
 @pytest.fixture(scope="session")
-def stepgraph_cache(stepgraph_session: TargetSession) -> dict[str, Any]:
+def stepgraph_cache(stepgraph_session: TargetSession) -> dict[Any, Any]:  # names, and a dict per node
     return {}
 
 
@@ -108,7 +108,7 @@ def stepgraph_node() -> str | None:
 def stepgraph_scenario(
     pytestconfig: pytest.Config,
     stepgraph_session: TargetSession,
-    stepgraph_cache: dict[str, Any],
+    stepgraph_cache: dict[Any, Any],
     stepgraph_node: str | None,
     stepgraph_run_finalizers: FinalizerStack,
 ) -> Iterator[ScenarioRuntime]:

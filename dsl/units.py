@@ -126,14 +126,15 @@ class Duration(_TextType):
 
 def _duration_hint(value: Any) -> str:
     """What to write instead of a duration in a unit we do not know (`2 tiks`, `90 sec.`, `1 h`)."""
-    if not isinstance(value, str) or not re.match(rf"^\s*{NUMBER}", value):
+    number = re.match(rf"^\s*({NUMBER})", value) if isinstance(value, str) else None
+    if number is None:
         return "write it like 90 s, 500 ms, 2 min, 2 agent ticks or 1 planner tick"
     unit = re.sub(rf"^\s*{NUMBER}\s*", "", value).strip()
     words = {"ms": "ms", "s": "s", "min": "min", "agent ticks": "agent ticks", "planner ticks": "planner ticks"}
     if unit in _MILLIWATTS_PER or unit.lower() in ("w", "mw", "kw"):
         return "that is a power, and this takes a duration: write it like 90 s, 500 ms, 2 min, 2 agent ticks or 1 planner tick"
     if unit in ("h", "hr", "hour", "hours"):
-        return f"write hours in minutes, e.g. {_number_text(float(re.match(NUMBER, value.strip()).group()) * 60)} min"
+        return f"write hours in minutes, e.g. {_number_text(float(number.group(1)) * 60)} min"
     import difflib
 
     close = difflib.get_close_matches(unit, [*words, "sec", "seconds", "minutes", "ticks", "agent tick", "planner tick"], n=1, cutoff=0.5)

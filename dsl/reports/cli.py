@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             trace = build_trace(dataclasses.replace(inputs, lock=lock_entries(trace)))
         out = Path(args.out)
         for fmt in formats:
-            _write(out / f"trace.{fmt}", lambda fmt=fmt: render.write(trace, fmt, out / f"trace.{fmt}"))
+            _write(out / f"trace.{fmt}", functools.partial(render.write, trace, fmt, out / f"trace.{fmt}"))
     except InputError as error:
         print(f"stepgraph trace: {error}", file=sys.stderr)
         return 2

@@ -69,7 +69,7 @@ def session_facts(config: pytest.Config) -> dict[str, Any]:
 
 def facts_for(item: pytest.Item) -> dict[str, Any]:
     """The target session's facts, overlaid with the run's recorded facts, then the scenario's own."""
-    facts = {"target": None, "world": None, "seed": None, "fingerprint": {}}
+    facts: dict[str, Any] = {"target": None, "world": None, "seed": None, "fingerprint": {}}
     sources = (session_facts(item.config), item.config.stash.get(RUN_FACTS, {}), item.stash.get(SCENARIO_FACTS, {}))
     for source in sources:
         for name in FACT_NAMES:

@@ -137,7 +137,7 @@ class RecordsPlugin:
         kept = []
         for name, value in report.user_properties:
             if name == RECORD_PROPERTY:
-                self.records.append(json.loads(value))
+                self.records.append(json.loads(str(value)))  # our own json.dumps text
             else:
                 kept.append((name, value))
         report.user_properties[:] = kept

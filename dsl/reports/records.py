@@ -56,7 +56,8 @@ def scenario_run(item: pytest.Item) -> ScenarioRun:
 
 def scenario_of(item: pytest.Item) -> tuple[ScenarioTemplate, Scenario] | None:
     """The pytest-bdd scenario behind a test item (rendered with its example row), or None."""
-    template = scenario_wrapper_template_registry.get(getattr(item, "function", None))
+    function = getattr(item, "function", None)  # doctests and other plugins' items have none
+    template = scenario_wrapper_template_registry.get(function) if function is not None else None
     if template is None:
         return None
     callspec = getattr(item, "callspec", None)

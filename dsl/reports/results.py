@@ -92,7 +92,7 @@ def load(path: str | Path) -> dict[str, Any]:
     except fastjsonschema.JsonSchemaValueException as error:
         json_path = [int(p) if p.isdigit() else p for p in error.path[1:]]
         where = "/".join(str(p) for p in json_path) or "(top level)"
-        message = error.message.removeprefix(error.name).strip()
+        message = error.message.removeprefix(error.name or "").strip()
         line, col = _position_of(text, json_path)
         raise InputError(str(path), line, f"{where}: {message}",
                          "the file does not follow stepgraph-results/1; re-run the tests to write it again", col) from None

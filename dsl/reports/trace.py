@@ -110,7 +110,7 @@ def _document(doc: DesignDoc, scenarios: dict[str, dict[str, Any]], lock: dict[s
         for rid in s["design"]:
             if rid in doc.requirements:
                 linked[rid].append(key)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for rid, req in doc.requirements.items():
         counted = req.counts_for_coverage and (not only or any(fnmatch.fnmatchcase(rid, p) for p in only))
         if not counted and rid not in linked:
