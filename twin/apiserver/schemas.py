@@ -6,6 +6,13 @@ files on every call (~10 ms), so we load `_definitions.json` once and keep one c
 validator per kind.  The same definitions carry `x-kubernetes-patch-strategy` and
 `x-kubernetes-patch-merge-key`, which is exactly what strategic merge patch needs (containers
 merge by `name`, env by `name`, finalizers as a set, …) — no hand-kept table.
+
+Every write is validated, so the happy path must be cheap: a fastjsonschema validator compiled
+per kind (~15× faster than jsonschema on a pod) answers "valid" on its own; only when it
+rejects does jsonschema run, to explain the failure with the messages clients see.  The compiled
+one is never more permissive than jsonschema: the definitions use only keywords both implement
+alike (type, properties, additionalProperties, items, required, enum, oneOf, `$ref` beside
+nothing but annotations), and formats are annotations in both.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
+import fastjsonschema
 import jsonschema
 
 
@@ -49,6 +57,41 @@ def _validator(name: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": definitions()})
 
 
+# Keys of a schema node that hold a map of sub-schemas (its keys are field names, not keywords).
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs")
+
+
+def _without_annotations(node: Any) -> Any:
+    """A schema without `description` and `x-kubernetes-*`: they do not validate anything, and
+    left in they make the generated code ~6× larger and slower to compile."""
+    if isinstance(node, list):
+        return [_without_annotations(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key == "description" or key.startswith("x-kubernetes-"):
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {k: _without_annotations(v) for k, v in value.items()}
+        else:
+            out[key] = _without_annotations(value)
+    return out
+
+
+@cache
+def _lean_definitions() -> dict[str, dict]:
+    return _without_annotations(definitions())
+
+
+@cache
+def _compiled(name: str) -> Any:
+    """Compiled on the first write of a kind (a pod's reaches most of core/v1: ~0.1 s).
+    `use_default=False`: a validator must never fill defaults into the object it checks."""
+    return fastjsonschema.compile({"$ref": f"#/$defs/{name}", "$defs": _lean_definitions()},
+                                  use_default=False, use_formats=False, detailed_exceptions=False)
+
+
 def field_path(parts: Any) -> str:
     """deque(['spec', 'containers', 0, 'image']) → 'spec.containers[0].image'."""
     out = ""
@@ -62,7 +105,11 @@ def validate(group: str, version: str, kind: str, obj: dict) -> tuple[list[tuple
     name = definition_name(group, version, kind)
     if name is None:
         return [], []
-    return split_errors(_validator(name).iter_errors(obj))
+    try:
+        _compiled(name)(obj)
+    except fastjsonschema.JsonSchemaValueException:
+        return split_errors(_validator(name).iter_errors(obj))
+    return [], []
 
 
 def split_errors(errors: Any) -> tuple[list[tuple[str, str, str]], list[str]]:
