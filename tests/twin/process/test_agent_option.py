@@ -50,10 +50,17 @@ def test_twin_up_with_a_missing_agent_exits_2_with_one_line(tmp_path):
     assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"stepgraph twin: --agent {tmp_path / 'absent'}: ")
 
 
-def children_of(pid: int) -> list[int]:
+def children_of(pid: int, running: str) -> list[int]:
+    """`pid`'s children whose command line holds `running` (`twin up` also runs short-lived
+    helpers, `gcc --version` among them, which may be gone by the time they are looked at)."""
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
+        for child in (task / "children").read_text().split():
+            try:
+                if running in Path(f"/proc/{child}/cmdline").read_text():
+                    found.append(int(child))
+            except OSError:
+                pass  # ended between the two reads
     return found
 
 
@@ -65,7 +72,7 @@ def test_ctrl_c_on_twin_up_ends_the_agent_program(tmp_path):
     try:
         ready, _, _ = select.select([up.stdout], [], [], 60)
         assert ready and up.stdout.readline().strip().endswith("kubeconfig")
-        programs = eventually(lambda: children_of(up.pid), timeout=30, what="the agent program's start")
+        programs = eventually(lambda: children_of(up.pid, "power_agent.py"), timeout=30, what="the agent program's start")
         assert all(pid_alive(p) for p in programs)
         os.kill(up.pid, signal.SIGINT)
         assert up.wait(timeout=30) == 0
