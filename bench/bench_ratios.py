@@ -1,6 +1,6 @@
 """Every performance figure as a ratio against a baseline measured in the same run → one table.
 
-    .venv/bin/python bench/bench_ratios.py [--repeat 5] [--scenarios 1000] [--only dsl|twin]
+    .venv/bin/python bench/bench_ratios.py [--repeat 5] [--scenarios 1000] [--only dsl|twin] [--figures lint,startup]
 
 The baselines: plain pytest-bdd doing the same work (the same step texts, one step definition
 each, no stepgraph plugin loaded), `python -c pass`, and a minimal aiohttp server doing the same
@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness import Figure, interleave, run_process, table
@@ -112,7 +112,11 @@ def pytest_argv(kind: str, *extra: str) -> list[str]:
     return [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *ours, *extra]
 
 
-def dsl_figures(work: Path, scenarios: int, repeat: int) -> list[Figure]:
+#: The figures of the language side, by the name `--figures` takes, in the table's order.
+DSL_FIGURES = ("whole", "step", "collect", "startup", "lint", "catalog", "rss")
+
+
+def dsl_figures(work: Path, scenarios: int, repeat: int, wanted: Sequence[str] = DSL_FIGURES) -> list[Figure]:
     big, small = 10, 2
     projects = {(kind, n): project(work, kind, scenarios, n) for kind in ("plain", "stepgraph") for n in (big, small)}
     tiny = {kind: project(work, kind, 1, 1) for kind in ("plain", "stepgraph")}
@@ -120,11 +124,14 @@ def dsl_figures(work: Path, scenarios: int, repeat: int) -> list[Figure]:
     def wall(kind: str, steps: int, *extra: str) -> Callable[[], float]:
         return lambda: run_process(pytest_argv(kind, *extra), projects[kind, steps]).wall_s
 
-    whole = interleave(Figure(f"whole run, {scenarios:,} scenarios × {big} steps", "plain pytest-bdd", "s", target=1.3),
-                       wall("stepgraph", big), wall("plain", big), repeat)
-    rss = Figure(f"peak RSS, {scenarios:,} × {big} run", "plain pytest-bdd", "MiB")
-    interleave(rss, lambda: run_process(pytest_argv("stepgraph"), projects["stepgraph", big]).peak_rss_mib,
-               lambda: run_process(pytest_argv("plain"), projects["plain", big]).peak_rss_mib, max(1, repeat // 2))
+    def whole() -> Figure:
+        return interleave(Figure(f"whole run, {scenarios:,} scenarios × {big} steps", "plain pytest-bdd", "s", target=1.3),
+                          wall("stepgraph", big), wall("plain", big), repeat)
+
+    def rss() -> Figure:
+        return interleave(Figure(f"peak RSS, {scenarios:,} × {big} run", "plain pytest-bdd", "MiB"),
+                          lambda: run_process(pytest_argv("stepgraph"), projects["stepgraph", big]).peak_rss_mib,
+                          lambda: run_process(pytest_argv("plain"), projects["plain", big]).peak_rss_mib, max(1, repeat // 2))
 
     def per_step(kind: str, *extra: str) -> Callable[[], float]:
         def measure() -> float:
@@ -133,33 +140,42 @@ def dsl_figures(work: Path, scenarios: int, repeat: int) -> list[Figure]:
             return (large - little) / (scenarios * (big - small))
         return measure
 
-    step = interleave(Figure("per extra step (run)", "plain pytest-bdd", "µs", target=1.2),
-                      per_step("stepgraph"), per_step("plain"), repeat)
-    collect = interleave(Figure("per extra step (collection only)", "plain pytest-bdd", "µs", target=1.5),
-                         per_step("stepgraph", "--collect-only"), per_step("plain", "--collect-only"), repeat)
-    startup = interleave(Figure("start-up, 1 scenario × 1 step", "plain pytest-bdd", "s", target=1.3),
-                         lambda: run_process(pytest_argv("stepgraph"), tiny["stepgraph"]).wall_s,
-                         lambda: run_process(pytest_argv("plain"), tiny["plain"]).wall_s, repeat)
+    def step() -> Figure:
+        return interleave(Figure("per extra step (run)", "plain pytest-bdd", "µs", target=1.2),
+                          per_step("stepgraph"), per_step("plain"), repeat)
 
-    one_file = REPO / "scenarios" / "demo" / "bindings.feature"  # a catalog file: lint loads only installed libraries
-    lint = interleave(Figure("`stepgraph lint` of one small file", "`python -c pass`", "s", limit=0.3),
-                      lambda: run_process([str(Path(PY).parent / "stepgraph"), "lint", str(one_file)], REPO).wall_s,
-                      lambda: run_process([PY, "-c", "pass"], work).wall_s, repeat)
+    def collect() -> Figure:
+        return interleave(Figure("per extra step (collection only)", "plain pytest-bdd", "µs", target=1.5),
+                          per_step("stepgraph", "--collect-only"), per_step("plain", "--collect-only"), repeat)
 
-    catalog_plain = work / "catalog-plain"
-    for feature in (REPO / "scenarios").rglob("*.feature"):
-        target = catalog_plain / "features" / feature.relative_to(REPO / "scenarios")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(feature, target)
-    (catalog_plain / "pytest.ini").write_text("[pytest]\n")
-    (catalog_plain / "test_features.py").write_text('from pytest_bdd import scenarios\n\nscenarios("features")\n')
-    catalog = interleave(
-        Figure("`pytest scenarios --collect-only` (the catalog)", "plain pytest-bdd, same .feature files", "s", target=1.5),
-        lambda: run_process([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", "scenarios"], REPO).wall_s,
-        lambda: run_process([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NO_STEPGRAPH, "--collect-only"],
-                            catalog_plain).wall_s,
-        repeat)
-    return [whole, step, collect, startup, lint, catalog, rss]
+    def startup() -> Figure:
+        return interleave(Figure("start-up, 1 scenario × 1 step", "plain pytest-bdd", "s", target=1.3),
+                          lambda: run_process(pytest_argv("stepgraph"), tiny["stepgraph"]).wall_s,
+                          lambda: run_process(pytest_argv("plain"), tiny["plain"]).wall_s, repeat)
+
+    def lint() -> Figure:
+        one_file = REPO / "scenarios" / "demo" / "bindings.feature"  # a catalog file: lint loads only installed libraries
+        return interleave(Figure("`stepgraph lint` of one small file", "`python -c pass`", "s", limit=0.3),
+                          lambda: run_process([str(Path(PY).parent / "stepgraph"), "lint", str(one_file)], REPO).wall_s,
+                          lambda: run_process([PY, "-c", "pass"], work).wall_s, repeat)
+
+    def catalog() -> Figure:
+        catalog_plain = work / "catalog-plain"
+        for feature in (REPO / "scenarios").rglob("*.feature"):
+            target = catalog_plain / "features" / feature.relative_to(REPO / "scenarios")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(feature, target)
+        (catalog_plain / "pytest.ini").write_text("[pytest]\n")
+        (catalog_plain / "test_features.py").write_text('from pytest_bdd import scenarios\n\nscenarios("features")\n')
+        return interleave(
+            Figure("`pytest scenarios --collect-only` (the catalog)", "plain pytest-bdd, same .feature files", "s", target=1.5),
+            lambda: run_process([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", "scenarios"], REPO).wall_s,
+            lambda: run_process([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NO_STEPGRAPH, "--collect-only"],
+                                catalog_plain).wall_s,
+            repeat)
+
+    build = {"whole": whole, "step": step, "collect": collect, "startup": startup, "lint": lint, "catalog": catalog, "rss": rss}
+    return [build[name]() for name in DSL_FIGURES if name in wanted]
 
 
 # -- the twin against an aiohttp floor -------------------------------------------------------------
@@ -269,11 +285,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="samples per side of each figure (median of these)")
     parser.add_argument("--scenarios", type=int, default=1000)
     parser.add_argument("--only", choices=["dsl", "twin"])
+    parser.add_argument("--figures", default=",".join(DSL_FIGURES),
+                        help=f"with the language side, only these figures (comma-separated of {', '.join(DSL_FIGURES)})")
     args = parser.parse_args()
+    wanted = [name.strip() for name in args.figures.split(",") if name.strip()]
+    unknown = sorted(set(wanted) - set(DSL_FIGURES))
+    if unknown:
+        parser.error(f"--figures: no figure {', '.join(unknown)} — choose from {', '.join(DSL_FIGURES)}")
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="stepgraph-bench-") as tmp:
         if args.only in (None, "dsl"):
-            figures += dsl_figures(Path(tmp), args.scenarios, args.repeat)
+            figures += dsl_figures(Path(tmp), args.scenarios, args.repeat, wanted)
         if args.only in (None, "twin"):
             figures += twin_figures(args.repeat)
     print(table(figures))

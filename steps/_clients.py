@@ -20,16 +20,29 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from kubernetes import client, config
-from kubernetes.client import rest
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
-from kubernetes.stream import stream
-from urllib3.exceptions import HTTPError as TransportError
+if TYPE_CHECKING:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
 
 T = TypeVar("T")
+
+
+# The kubernetes client (with urllib3, requests and oauthlib) costs about 0.4 s to import: more
+# than a lint or a run of scenarios that never reach a cluster takes in all. So it is imported
+# on first use; the two exception types are looked up when a failure is being classified.
+def _api_exception() -> type[ApiException]:
+    from kubernetes.client.exceptions import ApiException
+
+    return ApiException
+
+
+def _transport_error() -> type[Exception]:
+    from urllib3.exceptions import HTTPError
+
+    return HTTPError
+
 
 # -- errors -------------------------------------------------------------------------------------
 
@@ -101,7 +114,7 @@ def api_error(exc: ApiException) -> ApiError:
 def reraise_interrupt(exc: BaseException) -> None:
     """Raise the KeyboardInterrupt (or SystemExit) the client wrapped into `exc`, if it did."""
     cause = exc.__context__ or exc.__cause__
-    if isinstance(exc, ApiException) and isinstance(cause, (KeyboardInterrupt, SystemExit)):
+    if isinstance(exc, _api_exception()) and isinstance(cause, (KeyboardInterrupt, SystemExit)):
         raise cause.with_traceback(None) from None
 
 
@@ -110,12 +123,12 @@ def translated(what: str) -> Iterator[None]:
     """Run a block of client calls; re-raise any client failure as a ClusterError naming `what`."""
     try:
         yield
-    except ApiException as exc:
+    except _api_exception() as exc:
         reraise_interrupt(exc)
         err = api_error(exc)
         err.args = (f"{what}: {err.args[0]}",)
         raise err from exc
-    except (OSError, TransportError) as exc:  # connection refused, TLS, DNS, retries exhausted
+    except (OSError, _transport_error()) as exc:  # connection refused, TLS, DNS, retries exhausted
         raise ClusterError(f"{what}: cannot reach the API server ({exc})") from exc
 
 
@@ -149,14 +162,14 @@ def _retry_after(headers: Any, attempt: int, policy: RetryPolicy) -> float:
 
 def transient_delay(exc: BaseException, attempt: int, policy: RetryPolicy) -> float | None:
     """Seconds to wait before trying again after `exc`, or None when it is not transient."""
-    if isinstance(exc, ApiException):
+    if isinstance(exc, _api_exception()):
         status = exc.status or 0
         if status == 0 and (m := _HANDSHAKE.search(str(exc.reason or ""))):
             status = int(m.group(1))
         elif status == 0:  # the websocket could not be opened at all: reset, refused, timeout
             return policy.backoff(attempt)
         return _retry_after(exc.headers, attempt, policy) if status in RETRY_STATUS else None
-    if isinstance(exc, (TransportError, ConnectionError, TimeoutError)):
+    if isinstance(exc, (_transport_error(), ConnectionError, TimeoutError)):
         return policy.backoff(attempt)
     return None
 
@@ -169,7 +182,7 @@ def with_retries(call: Callable[[], T], sleep: Callable[[float], None], policy: 
         last = attempt == policy.attempts - 1
         try:
             answer = call()
-        except (ApiException, TransportError, ConnectionError, TimeoutError) as exc:
+        except (_api_exception(), _transport_error(), ConnectionError, TimeoutError) as exc:
             reraise_interrupt(exc)
             delay = transient_delay(exc, attempt, policy)
             if delay is None or last:
@@ -215,12 +228,17 @@ def _one_retry_policy(api: client.ApiClient) -> client.ApiClient:
     """Turn off urllib3's own retries (it sleeps wall-clock time on a 429/503 Retry-After and
     retries GETs up to three times on its own), so `with_retries` is the one policy, on the
     target's clock, for every request."""
+    from kubernetes.client import rest
+
     api.configuration.retries = False
     api.rest_client = rest.RESTClientObject(api.configuration)
     return api
 
 
 def _load_client(kubeconfig: str | None, context: str | None) -> client.ApiClient:
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
     if kubeconfig:
         try:
             return config.new_client_from_config(config_file=kubeconfig, context=context)
@@ -291,6 +309,8 @@ def exec_in_pod(
     the run; the bound is generous compared to every probe we ship (a metrics scrape times out
     after 5 s inside the pod).
     """
+    from kubernetes.stream import stream
+
     kwargs: dict[str, Any] = {"container": container} if container else {}
 
     def open_stream() -> Any:

@@ -23,15 +23,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
-
-from kubernetes import client
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from stepgraph.dsl import CheckFailed, StepContext
 
 from . import probes
 from ._clients import ClusterError, ExecResult, NotFound, api_client, exec_in_pod, retrying, translated
 from ._parsers import Sample, parse_index_ints, parse_index_lists, parse_metrics
+
+if TYPE_CHECKING:
+    from kubernetes import client
 
 AGENT_SELECTOR = "app.kubernetes.io/component=power-agent"
 HOSTENGINE_SELECTOR = "app=nvidia-dcgm-standalone"
@@ -136,11 +137,21 @@ class Cluster:
 
     @property
     def core(self) -> client.CoreV1Api:
+        from kubernetes import client  # on first use: see _clients
+
         return client.CoreV1Api(self.api)
 
     @property
     def custom(self) -> client.CustomObjectsApi:
+        from kubernetes import client
+
         return client.CustomObjectsApi(self.api)
+
+    @property
+    def apps(self) -> client.AppsV1Api:
+        from kubernetes import client
+
+        return client.AppsV1Api(self.api)
 
     # -- pods ----------------------------------------------------------------------------------
 

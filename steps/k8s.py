@@ -10,13 +10,11 @@ down by a scenario.
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from kubernetes.dynamic import DynamicClient
-from kubernetes.dynamic.discovery import LazyDiscoverer
-from kubernetes.dynamic.exceptions import DynamicApiError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
@@ -25,6 +23,10 @@ from stepgraph.dsl import POD_START, CheckFailed, Params, Reads, Ref, StepContex
 from ._clients import ClusterError, NotFound, translated
 from ._cluster import DGD_LABEL, POWER_ANNOTATION, ROLE_LABEL, RUN_LABEL, WORKER_SELECTOR, Cluster, RunStamp, cluster
 from ._parsers import parse_kv_lines
+
+if TYPE_CHECKING:
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import DynamicApiError
 
 DELETE_DEADLINE_S = 120.0  # the seed's teardown waits this long for pods to go (99-teardown.sh)
 
@@ -43,22 +45,37 @@ class ObjectRef:
         return f"{self.kind}/{self.name}"
 
 
-class _InMemoryDiscoverer(LazyDiscoverer):
-    """API discovery kept in memory for the session: nothing written to disk, nothing left behind
-    (the client's default caches every cluster it meets in a file under the temp directory)."""
+# The dynamic client is imported on first use, as the rest of the kubernetes client (see _clients).
+def _dynamic_api_error() -> type[DynamicApiError]:
+    from kubernetes.dynamic.exceptions import DynamicApiError
 
-    def __init__(self, client: Any, cache_file: str | None) -> None:
-        super().__init__(client, "/nonexistent/stepgraph-discovery.json")
+    return DynamicApiError
 
-    def _write_cache(self) -> None:
-        return None
+
+@functools.cache
+def _in_memory_discoverer() -> type:
+    from kubernetes.dynamic.discovery import LazyDiscoverer
+
+    class _InMemoryDiscoverer(LazyDiscoverer):
+        """API discovery kept in memory for the session: nothing written to disk, nothing left behind
+        (the client's default caches every cluster it meets in a file under the temp directory)."""
+
+        def __init__(self, client: Any, cache_file: str | None) -> None:
+            super().__init__(client, "/nonexistent/stepgraph-discovery.json")
+
+        def _write_cache(self) -> None:
+            return None
+
+    return _InMemoryDiscoverer
 
 
 def _dynamic(ctx: StepContext) -> DynamicClient:
     dyn = ctx.cache.get("dynamic")
     if dyn is None:
+        from kubernetes.dynamic import DynamicClient
+
         with translated("API discovery"):
-            dyn = DynamicClient(cluster(ctx).api, discoverer=_InMemoryDiscoverer)
+            dyn = DynamicClient(cluster(ctx).api, discoverer=_in_memory_discoverer())
         ctx.cache["dynamic"] = dyn
     return dyn
 
@@ -136,7 +153,7 @@ def _owner(resource: Any, ref: ObjectRef) -> str | None:
     """The run that created the object `ref` names ("" for none), or None when it does not exist."""
     try:
         found = resource.get(name=ref.name, namespace=ref.namespace)
-    except DynamicApiError as exc:
+    except _dynamic_api_error() as exc:
         if exc.status == 404:
             return None
         raise ClusterError(f"read {ref}: {exc.status} {exc.summary()}") from exc
@@ -181,7 +198,7 @@ def _create(ctx: StepContext, resource: Any, doc: dict[str, Any], ref: ObjectRef
     try:
         resource.create(body=doc, namespace=ref.namespace)
         return
-    except DynamicApiError as exc:
+    except _dynamic_api_error() as exc:
         if exc.status != 409:
             raise ClusterError(f"create {ref}: {exc.status} {exc.summary()}") from exc
     owner = _owner(resource, ref)
@@ -217,7 +234,7 @@ def delete_objects(ctx: StepContext, refs: list[ObjectRef], *, only_created: boo
         doomed.append(ref)
         try:
             resource.delete(name=ref.name, namespace=ref.namespace)
-        except DynamicApiError as exc:
+        except _dynamic_api_error() as exc:
             if exc.status != 404:
                 raise ClusterError(f"delete {ref}: {exc.status} {exc.summary()}") from exc
 
@@ -240,7 +257,7 @@ def sweep_leftovers(ctx: StepContext, kinds: set[tuple[str, str, str | None]]) -
         resource = _resource(ctx, api_version, kind)
         try:
             items = resource.get(namespace=ns, label_selector=RUN_LABEL).to_dict().get("items") or []
-        except DynamicApiError as exc:
+        except _dynamic_api_error() as exc:
             raise ClusterError(f"list {kind} with label {RUN_LABEL}: {exc.status} {exc.summary()}") from exc
         for item in items:
             owner = RunStamp.of(item.get("metadata") or {})
@@ -293,7 +310,7 @@ def objects_of_this_run(ctx: StepContext) -> list[str]:
         resource = _resource(ctx, api_version, kind)
         try:
             items = resource.get(namespace=ns, label_selector=f"{RUN_LABEL}={c.run.id}").to_dict().get("items") or []
-        except DynamicApiError as exc:
+        except _dynamic_api_error() as exc:
             raise ClusterError(f"list {kind} of run {c.run.id}: {exc.status} {exc.summary()}") from exc
         left += [f"{kind} {item['metadata'].get('namespace') or ''}/{item['metadata']['name']}".replace(" /", " ") for item in items]
     return left

@@ -6,9 +6,8 @@ pods each planner patched — attributed from the planner's own log lines
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-from kubernetes import client
 from pydantic import AfterValidator
 
 from stepgraph.dsl import PLANNER_TICK, POD_START, CheckFailed, NoParams, Params, StepContext, Watts, then, when
@@ -16,6 +15,9 @@ from stepgraph.dsl import PLANNER_TICK, POD_START, CheckFailed, NoParams, Params
 from ._clients import translated
 from ._cluster import DGD_LABEL, PLANNER_SELECTOR, POWER_ANNOTATION, ROLE_LABEL, WORKER_SELECTOR, Cluster, cluster
 from ._parsers import Sample, metric_sum, parse_metrics
+
+if TYPE_CHECKING:
+    from kubernetes import client
 
 PATCH_LINE = re.compile(r"Annotated pod (\S+) with dynamo\.nvidia\.com/gpu-power-limit=(\d+)")
 LOG_TAIL_LINES = 5000  # as the seed's T3

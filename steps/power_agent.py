@@ -11,9 +11,8 @@ is declared `absolute`, so the compiler flags it after any scenario that increme
 from __future__ import annotations
 
 import difflib
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-from kubernetes import client
 from pydantic import AfterValidator
 
 from stepgraph.dsl import AGENT_TICK, CheckFailed, NoParams, Params, Reads, Ref, StepContext, Watts, given, then, when
@@ -24,6 +23,9 @@ from ._cluster import AGENT_SELECTOR, POWER_ANNOTATION, Cluster, cluster
 from ._parsers import Sample, has_family, metric_by_label, metric_sum, parse_kv_lines, watts_list
 from ._probe_pod import run_in_probe_pod
 from .k8s import ObjectRef, apply_documents, delete_created, load_manifest
+
+if TYPE_CHECKING:
+    from kubernetes import client
 
 PREFIX = "dynamo_power_agent_"
 BYSTANDER_MANIFEST = "40-conflict-bystander.yaml"
@@ -269,7 +271,7 @@ def agent_daemonset(c: Cluster) -> client.V1DaemonSet:
     """The DaemonSet whose pods are the Power Agent (matched on the pod template's labels)."""
     key, _, value = AGENT_SELECTOR.partition("=")
     with translated(f"list daemonsets in {c.namespace}"):
-        found = [ds for ds in client.AppsV1Api(c.api).list_namespaced_daemon_set(c.namespace).items
+        found = [ds for ds in c.apps.list_namespaced_daemon_set(c.namespace).items
                  if ((ds.spec.template.metadata.labels or {}).get(key) == value)]
     if len(found) != 1:
         raise CheckFailed("the Power Agent's DaemonSet", expected="exactly one", observed=[d.metadata.name for d in found] or "none")
@@ -280,7 +282,7 @@ def _pause(c: Cluster, paused: bool) -> None:
     ds = agent_daemonset(c)
     patch = {"spec": {"template": {"spec": {"nodeSelector": {PAUSE_LABEL: "true" if paused else None}}}}}
     with translated(f"patch daemonset {ds.metadata.name}"):
-        client.AppsV1Api(c.api).patch_namespaced_daemon_set(ds.metadata.name, c.namespace, patch)
+        c.apps.patch_namespaced_daemon_set(ds.metadata.name, c.namespace, patch)
 
 
 def _agent_pods(c: Cluster) -> list[client.V1Pod]:

@@ -10,9 +10,7 @@ left behind (its objects carry that run's label) is not a prepared node: it is r
 
 from __future__ import annotations
 
-from typing import Any
-
-from kubernetes import client
+from typing import TYPE_CHECKING, Any
 
 from stepgraph.dsl import CheckFailed, NoParams, Params, StepContext, given, when
 
@@ -20,6 +18,9 @@ from ._clients import translated
 from ._cluster import DGD_LABEL, PLANNER_SELECTOR, WORKER_SELECTOR, cluster
 from .k8s import OWNS_GPU_CAPS, ObjectRef, apply_documents, delete_objects, load_manifest, sweep_leftovers
 from .nvml import restore_defaults
+
+if TYPE_CHECKING:
+    from kubernetes import client
 
 PATH_B_MANIFESTS = ("50-stub-workers.yaml",)
 PATH_A_MANIFESTS = ("30-vllm-dgd-a.yaml", "31-vllm-dgd-b.yaml", "32-vllm-dgd-c.yaml")
