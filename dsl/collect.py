@@ -19,14 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gherkin.parser import Parser
+from pytest_bdd import feature as bdd_feature
 from pytest_bdd import scenario as bdd_scenario
+from pytest_bdd.gherkin_parser import GherkinDocument
+from pytest_bdd.parser import FeatureParser
 
 from .bdd_steps import register_steps
 from .compiler import YAML_SUFFIXES, compile_file
 from .diagnostics import Location
 from .ir import Feature, Scenario
-from .load_gherkin import substitute
+from .load_gherkin import parse_document, substitute
 from .registry import REGISTRY, Registry, StepDeclarationError
 from .render import RenderError, to_gherkin
 from .runinfo import RUN_INFO, ScenarioInfo
@@ -95,7 +97,8 @@ class ScenarioModule(pytest.Module):
             feature_file = self._render_yaml(feature, compiled.display) if is_yaml else self.path
         except RenderError as exc:
             raise self.CollectError(f"{compiled.display}: {exc} — make it one line") from None
-        doc = Parser().parse(feature_file.read_text(encoding="utf-8"))  # the text pytest-bdd will run
+        doc = parse_document(feature_file.read_text(encoding="utf-8"))  # the text pytest-bdd will run
+        _give_pytest_bdd(feature_file, doc)
         line_maps = _line_maps(doc, feature)
         module = types.ModuleType(self.path.stem)
         module.__file__ = str(self.path)
@@ -146,6 +149,26 @@ class ScenarioModule(pytest.Module):
                 scenario_info = dataclasses.replace(scenario_info, scenario=row)
             item.stash[ITEM_SCENARIO] = scenario_info
         return items
+
+
+class _ParsedFeature(FeatureParser):
+    """pytest-bdd's reading of a feature file, from a document already parsed instead of the file."""
+
+    def __init__(self, path: Path, doc: dict[str, Any]) -> None:
+        super().__init__(str(path.parent), str(path))
+        self._doc = doc
+
+    def _parse_feature_file(self) -> GherkinDocument:
+        return GherkinDocument.from_dict(self._doc)
+
+
+def _give_pytest_bdd(feature_file: Path, doc: dict[str, Any]) -> None:
+    """Put the feature into pytest-bdd's feature cache, where `scenario()` looks before it parses
+    the file again; built by pytest-bdd's own FeatureParser, so it is what pytest-bdd would read.
+    The entry is replaced on every collection: a file edited between two runs in one process is
+    never served stale."""
+    key = os.path.abspath(os.path.join(str(feature_file.parent), str(feature_file)))  # get_feature's key
+    bdd_feature.features[key] = _ParsedFeature(feature_file, doc).parse()
 
 
 def generated_dir(config: pytest.Config) -> Path:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from gherkin.errors import CompositeParserException, ParserError
 from gherkin.parser import Parser
@@ -75,9 +76,20 @@ def description_text(text: str) -> str:
     return "\n".join(line.strip() for line in text.strip().splitlines())
 
 
+@functools.lru_cache(maxsize=8)
+def parse_document(text: str) -> dict[str, Any]:
+    """The gherkin-official document of a `.feature` text, parsed once however many readers it has.
+
+    Collection reads each file three times (compile, line maps and tags, pytest-bdd's scenarios);
+    the parse is the largest part of that, so they share one. A few recent texts are kept: a
+    file is compiled and then collected straight away. Keyed by the text itself, so an edited
+    file is never served stale. Readers must not change the document."""
+    return cast("dict[str, Any]", Parser().parse(text))
+
+
 def load_gherkin(text: str, display: str, registry: Registry) -> tuple[ir.Feature | None, list[Diagnostic]]:
     try:
-        doc = Parser().parse(text)
+        doc = parse_document(text)
     except CompositeParserException as exc:
         return None, [_parse_diag(e, display) for e in exc.errors]
     except ParserError as exc:
