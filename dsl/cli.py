@@ -174,13 +174,20 @@ def cmd_compile(args: argparse.Namespace, _: list[str]) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     for f in files:
         assert f.feature is not None
-        stem = args.out / f.display.replace("..", "_")
+        stem = args.out / _inside(f.display)
         stem.parent.mkdir(parents=True, exist_ok=True)
         tags = (lambda s, d=f.display: [f"source:{d}:{s.location.line}"]) if f.feature.syntax == "yaml" else None
         Path(f"{stem}.feature").write_text(to_gherkin(f.feature, tags), encoding="utf-8")
         Path(f"{stem}.graph.json").write_text(graphs.to_json_text(graphs.graphs(f.feature)), encoding="utf-8")
     print(f"stepgraph compile: {len(files)} file(s) → {args.out}", file=sys.stderr)
     return EXIT_OK
+
+
+def _inside(display: str) -> Path:
+    """A scenario's place under --out: its path as shown, made relative (an absolute path loses its
+    root, `..` becomes `_`), so nothing is written outside the folder asked for."""
+    parts = Path(display).parts
+    return Path(*("_" if part == ".." else part for part in parts if part != Path(display).anchor))
 
 
 def _one(path: Path) -> CompiledFile:
