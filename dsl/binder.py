@@ -100,6 +100,9 @@ def make_call(
                 "types",
             )
         ]
+    if window is not None and (problem := window.duration.bound_problem()) is not None:
+        what, _, hint = problem.partition(" — ")
+        return None, [Diagnostic(location, f"`{window.mode}`: {what}", hint, "types")]
     within = window.duration if window is not None and window.mode == "within" else None
     throughout = window.duration if window is not None and window.mode == "throughout" else None
     call = StepCall(decl=decl, step_id=decl.id, params=params, bind_as=bind_as, within=within, throughout=throughout, location=location)

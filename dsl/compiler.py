@@ -43,7 +43,7 @@ def compile_file(
 ) -> CompiledFile:
     display = display or display_path(path)
     text, diags = read_text(path, display)
-    if text is None:
+    if text is None or diags:
         return CompiledFile(path, display, None, sorted(diags))
     return compile_text(text, path, display, registry, design_ids=design_ids, design_source=design_source)
 

@@ -118,6 +118,7 @@ class _Builder:
     def __init__(self, registry: Registry, display: str) -> None:
         self.registry, self.display = registry, display
         self.diags: list[Diagnostic] = []
+        self.names: dict[str, dict[str, Any]] = {}  # scenario or outline name → its first node
 
     def loc(self, node: Mapping[str, Any]) -> Location:
         return Location(self.display, node["location"]["line"], node["location"].get("column") or 1)
@@ -151,6 +152,23 @@ class _Builder:
         )
         return feature, self.diags
 
+    def unique_name(self, node: dict[str, Any]) -> None:
+        """pytest-bdd keeps a feature's scenarios by name, rules included, so of two blocks with one
+        name only the last runs. Two plain Scenarios are caught later, on the IR (both syntaxes);
+        an Outline's rows carry their row in the name, so the clash is found here."""
+        first = self.names.setdefault(node["name"], node)
+        if first is node or (not node.get("examples") and not first.get("examples")):
+            return
+        self.diags.append(
+            Diagnostic(
+                self.loc(node),
+                f"the {node['keyword'].strip()} {node['name']!r} has the name of the {first['keyword'].strip()} at line "
+                f"{first['location']['line']}, so only one of them would run",
+                "give each its own name",
+                "duplicates",
+            )
+        )
+
     def rule(self, node: dict[str, Any]) -> list[ir.Scenario]:
         """A `Rule:` → its scenarios, each with the rule's tags and Background steps (run after the
         feature's Background, as pytest-bdd runs them). The IR has no rule level, so the YAML
@@ -172,6 +190,7 @@ class _Builder:
         self, node: dict[str, Any], rule: dict[str, Any] | None = None, rule_steps: tuple[ir.StepCall, ...] = ()
     ) -> list[ir.Scenario]:
         """A Scenario → [it]; a Scenario Outline → one scenario per example row."""
+        self.unique_name(node)
         if node.get("examples"):
             return self.outline(node, rule, rule_steps)
         return [
@@ -225,6 +244,18 @@ class _Builder:
 
     def steps(self, nodes: list[dict[str, Any]]) -> tuple[ir.StepCall, ...]:
         calls = []
+        if nodes and nodes[0].get("keywordType") not in ("Context", "Action", "Outcome"):
+            # `And`, `But` and `*` take their kind from the step before; pytest-bdd refuses a block
+            # that starts with one (while collecting), so it is refused here, where it has a position
+            keyword = nodes[0]["keyword"].strip()
+            self.diags.append(
+                Diagnostic(
+                    self.loc(nodes[0]),
+                    f"the first step of a block starts with `{keyword}`, which continues a step before it",
+                    "start it with Given, When or Then",
+                    "syntax",
+                )
+            )
         for node in nodes:
             where = self.loc(node)
             call, diags = bind_text(self.registry, node["text"], where, attachment_of(node))

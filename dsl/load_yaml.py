@@ -14,16 +14,19 @@ from jsonschema import Draft202012Validator
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.reader import ReaderError
 
 from . import ir
 from .binder import make_call, suggest_key
 from .bindings import is_ref_text
 from .diagnostics import Diagnostic, Location
+from .gherkin_text import BLOCK_KEYWORDS, STEP_KEYWORDS
 from .load_gherkin import description_text
 from .phrases import Window
 from .registry import Registry
 from .schema import structure_schema
-from .tags import tag_problem
+from .tags import OWNED_KINDS, tag_problem
 from .units import Duration
 
 MAX_NODES = 100_000
@@ -45,7 +48,15 @@ def parse_yaml(text: str, display: str) -> tuple[Any, dict[Path_, Location], lis
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     try:
-        doc = yaml.load(text)
+        node = yaml.compose(text)
+        unsupported = _unsupported(node, display)
+        if unsupported is not None:
+            return None, {}, [unsupported]
+        doc = yaml.constructor.construct_document(node) if node is not None else None
+    except ReaderError as exc:
+        where = _offset_location(text, exc.position, display)
+        what = f"character U+{exc.character:04X}" if isinstance(exc.character, int) else "a character"
+        return None, {}, [Diagnostic(where, f"YAML syntax: {what} is not allowed in YAML", "remove it", "syntax")]
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display)
@@ -77,6 +88,49 @@ def parse_yaml(text: str, display: str) -> tuple[Any, dict[Path_, Location], lis
     except RecursionError:
         return None, {}, [Diagnostic(Location(display), "YAML nests too deeply", "flatten the document", "syntax")]
     return data, positions, []
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_INT_TAG = "tag:yaml.org,2002:int"
+#: Python refuses to turn longer digit strings into an int (its int-string conversion limit)
+MAX_INT_DIGITS = 4300
+#: Line starts that Gherkin reads as something other than description text
+GHERKIN_LINE_STARTS = (*BLOCK_KEYWORDS, "@", "|", '"""', "```", "#")
+
+
+def _unsupported(root: Node | None, display: str) -> Diagnostic | None:
+    """The first merge key (`<<:`) or explicit tag (`!x`, `!!python/tuple`) in the composed document.
+    Merged keys have no position of their own and hide where a step's parameters come from; a tag
+    would either build a Python object or be dropped without a word. Neither has a meaning here."""
+    seen: set[int] = set()
+    todo = [root] if root is not None else []
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        where = Location(display, node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, ScalarNode) and node.tag == _MERGE_TAG:
+            return Diagnostic(where, "YAML merge keys (`<<:`) are not supported", "write the keys out in this mapping", "syntax")
+        if getattr(node.ctag, "handle", None) is not None:
+            return Diagnostic(
+                where,
+                f"YAML tag `{node.ctag.handle}{node.ctag.suffix}` is not supported",
+                "remove the tag; to make a value text, quote it",
+                "syntax",
+            )
+        if isinstance(node, ScalarNode) and node.tag == _INT_TAG and len(node.value) > MAX_INT_DIGITS:
+            return Diagnostic(where, f"a number with {len(node.value)} digits", "no parameter takes a number that long; check it", "syntax")
+        if isinstance(node, MappingNode):
+            todo += [part for pair in reversed(node.value) for part in reversed(pair)]
+        elif isinstance(node, SequenceNode):
+            todo += reversed(node.value)
+    return None
+
+
+def _offset_location(text: str, offset: int, display: str) -> Location:
+    before = text[:offset]
+    return Location(display, before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1)
 
 
 def _too_deep(text: str, display: str) -> Location | None:
@@ -179,7 +233,7 @@ def load_yaml(text: str, display: str, registry: Registry) -> tuple[ir.Feature |
             )
         ]
     diags = [_schema_diagnostic(err, positions) for err in _VALIDATOR.iter_errors(data)]
-    feature, more = _Builder(registry, positions, display).feature(data)
+    feature, more = _Builder(registry, positions, display, text.splitlines()).feature(data)
     return feature, diags + more
 
 
@@ -230,8 +284,8 @@ class _Builder:
     """Plain data → IR, binding each step through the registry. It runs even when the schema
     found problems (so all errors of a file come at once) and skips whatever is malformed."""
 
-    def __init__(self, registry: Registry, positions: dict[Path_, Location], display: str) -> None:
-        self.registry, self.positions, self.display = registry, positions, display
+    def __init__(self, registry: Registry, positions: dict[Path_, Location], display: str, lines: list[str]) -> None:
+        self.registry, self.positions, self.display, self.lines = registry, positions, display, lines
         self.diags: list[Diagnostic] = []
 
     def feature(self, data: dict[str, Any]) -> tuple[ir.Feature | None, list[Diagnostic]]:
@@ -239,6 +293,8 @@ class _Builder:
         if "scenarios" in data:
             items = data["scenarios"] if isinstance(data["scenarios"], list) else []
             scenarios = tuple(self.scenario(s, ("scenarios", i)) for i, s in enumerate(items) if isinstance(s, dict))
+            self.one_line_name(data, (), "feature")
+            self.description(data, ())
             feature = ir.Feature(
                 name=_text(data.get("feature")).strip(),
                 tags=self.tags(data, ()),
@@ -255,6 +311,48 @@ class _Builder:
             )
         return feature, self.diags
 
+    def one_line_name(self, data: dict[str, Any], path: Path_, key: str) -> None:
+        """A title or feature name is one line of text: the Gherkin the collector writes from it
+        has no way to continue a name on the next line."""
+        name = data.get(key)
+        if not isinstance(name, str) or not name:
+            return  # the schema reported it
+        if not name.strip():
+            problem = (f"`{key}` is only spaces", "give it a name")
+        elif "\n" in name.strip() or "\r" in name:
+            problem = (f"`{key}` spans several lines", "make it one line; put the rest under `description:`")
+        else:
+            return
+        self.diags.append(Diagnostic(_value_at(self.positions, (*path, key)), *problem, "syntax"))
+
+    def description(self, data: dict[str, Any], path: Path_) -> None:
+        """A description line that Gherkin would read as something else (a step, a keyword, a tag
+        or table line, a comment) once the collector writes this file out as a feature."""
+        text = data.get("description")
+        if not isinstance(text, str):
+            return
+        for offset, line in enumerate(text.splitlines()):
+            if not line.strip():
+                continue
+            first = line.strip().split(" ", 1)[0]
+            keyword = next((k for k in GHERKIN_LINE_STARTS if line.strip().startswith(k)), None)
+            if first in STEP_KEYWORDS or first == "*" or keyword is not None:
+                where = start = _value_at(self.positions, (*path, "description"))
+                for number in range(start.line, min(start.line + offset + 2, len(self.lines)) + 1):
+                    column = self.lines[number - 1].find(line.strip())
+                    if column >= 0 and number > start.line - 1 + offset:
+                        where = Location(self.display, number, column + 1)
+                        break
+                self.diags.append(
+                    Diagnostic(
+                        where,
+                        f"the description line {line.strip()!r} would be read as Gherkin, not as description text",
+                        "reword the line so it does not start with a Gherkin keyword, @, |, # or quotes",
+                        "syntax",
+                    )
+                )
+                return
+
     def tags(self, data: dict[str, Any], path: Path_) -> ir.Tags:
         free = []
         listed = data.get("tags")
@@ -262,6 +360,12 @@ class _Builder:
             if not isinstance(tag, str):
                 continue  # the schema reported it
             problem = tag_problem(tag)
+            kind, colon, value = tag.partition(":")
+            if problem is None and colon and kind in OWNED_KINDS:
+                # the generated Gherkin would read it as the scenario's own id/design/needs, which
+                # this YAML file does not have: the two syntaxes would mean different things
+                hint = {"id": f"use the key: `id: {value}`", "source": "remove it: a generated feature gets its @source tag by itself"}
+                problem = (f"{tag!r} is written as a tag", hint.get(kind, f"use the key: `{kind}: [{value}]`"))
             if problem is not None:
                 self.diags.append(Diagnostic(_nearest(self.positions, (*path, "tags", i)), *problem, "tags"))
             else:
@@ -283,6 +387,8 @@ class _Builder:
                     "syntax",
                 )
             )
+        self.one_line_name(data, path, "title")
+        self.description(data, path)
         return ir.Scenario(
             name=_text(data.get("title")).strip(),
             tags=self.tags(data, path),
@@ -322,8 +428,18 @@ class _Builder:
                     continue
                 try:
                     inner = Window(modes[0], Duration.parse(value[modes[0]])) if modes else None
-                except ValueError:
-                    continue  # the schema reported it
+                except ValueError as exc:
+                    number = value[modes[0]]
+                    if not isinstance(number, int | float) or isinstance(number, bool) or number < 0:
+                        continue  # the schema reported it
+                    problem: str | None = str(exc)  # NaN and infinity pass the schema's `minimum: 0`
+                else:
+                    problem = inner.duration.bound_problem() if inner is not None else None
+                if problem is not None:
+                    what, _, hint = problem.partition(" — ")
+                    where = _value_at(self.positions, (*item_path, "expect", modes[0]))
+                    self.diags.append(Diagnostic(where, f"`{modes[0]}`: {what}", hint, "syntax"))
+                    continue
                 yield from self._calls(value["all"], (*item_path, "expect", "all"), window=inner)
                 continue
             if value is not None and not isinstance(value, dict):
@@ -354,6 +470,15 @@ class _Builder:
             )
             return None
         fields = {name: _value_at(self.positions, (*path, key, name)) for name in raw}
+        slot = decl.phrase.attachment
+        for name, item in raw.items():
+            if slot is not None and name == slot.field:
+                continue  # a doc string or table: several lines are its point
+            if any("\n" in text or "\r" in text for text in _strings(item)):
+                # the Gherkin written from this file would break the step over several lines
+                problem = f"{decl.id}: parameter {name!r} spans several lines"
+                self.diags.append(Diagnostic(fields[name], problem, "make it one line", "types"))
+                return None
         call, diags = make_call(decl, raw, where, bind_as=bind_as, window=window, field_locations=fields)
         self.diags += diags
         return call
@@ -365,3 +490,15 @@ def _text(value: Any) -> str:
 
 def _texts(value: Any) -> tuple[str, ...]:
     return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every text inside a parameter value (lists and mappings included)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)

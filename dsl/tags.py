@@ -27,10 +27,21 @@ _SEPARATOR = re.compile(r"=")
 
 def tag_problem(tag: str) -> tuple[str, str] | None:
     """(what is wrong, what to do) for a tag (without its @) that cannot mean what it says, else None."""
+    if not tag:
+        return ("a bare `@` is not a tag", "write the tag's name right after the @, or remove the @")
+    if tag.startswith("_"):
+        # pytest refuses marker names with a leading underscore, which breaks collection of the file
+        return (f"@{tag} starts with `_`, which a pytest marker name may not", f"write it @{tag.lstrip('_') or 'name'}")
+    if "@" in tag:
+        return (f"@{tag} holds another @", "separate tags with a space")
     kind, colon, value = tag.partition(":")
     if colon:
         if kind in OWNED_KINDS:
-            return None if value else (f"@{tag} has no value", f"write it like {_example(kind)}")
+            if not value:
+                return (f"@{tag} has no value", f"write it like {_example(kind)}")
+            if kind == "id" and ":" in value:  # as in YAML's `id:`; a second colon is a typo or two tags run together
+                return (f"@{tag}: an id has no `:`", f"write it like {_example(kind)}")
+            return None
         close = difflib.get_close_matches(kind.lower(), list(OWNED_KINDS), n=1, cutoff=0.6)
         if close:
             return (f"unknown tag namespace {kind!r} in @{tag}", f"did you mean @{close[0]}:{value}?")

@@ -7,6 +7,7 @@ between syntaxes keeps the same meaning.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -20,6 +21,12 @@ _DURATION_UNITS = r"ms|s|sec|seconds?|min|minutes?|(?:agent\s+|planner\s+)?ticks
 DURATION_TEXT = rf"{NUMBER}\s*(?:{_DURATION_UNITS})"
 #: A planner tick when the target does not say (Dynamo's throughput_adjustment_interval_seconds default).
 DEFAULT_PLANNER_TICK_SECONDS = 60.0
+
+#: The longest wait or window a scenario may ask for, per unit: a day, or as many ticks as a day holds
+#: at the usual tick lengths. Longer is a typo (a week, 10^23 ticks) that would hang the run.
+MAX_DURATION = {"s": 86_400.0, "tick": 10_000.0, "planner-tick": 1_440.0}
+#: The largest power a step may name: far above any GPU or node, far below an integer overflow.
+MAX_MILLIWATTS = 100_000_000
 
 _POWER_RE = re.compile(rf"^\s*({NUMBER})\s*(mW|W|kW)\s*$")
 _DURATION_RE = re.compile(rf"^\s*({NUMBER})\s*({_DURATION_UNITS})\s*$")
@@ -42,7 +49,20 @@ class _TextType:
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        return core_schema.no_info_plain_validator_function(cls.parse, serialization=core_schema.plain_serializer_function_ser_schema(str))
+        serialize = core_schema.plain_serializer_function_ser_schema(str)
+        return core_schema.no_info_plain_validator_function(cls.bounded, serialization=serialize)
+
+    @classmethod
+    def bounded(cls, value: Any) -> Any:
+        """`parse`, then refuse a value past the sane bound (a step parameter)."""
+        parsed = cls.parse(value)
+        problem = parsed.bound_problem()
+        if problem is not None:
+            raise ValueError(problem)
+        return parsed
+
+    def bound_problem(self) -> str | None:  # pragma: no cover - overridden
+        raise NotImplementedError
 
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: Any, handler: GetJsonSchemaHandler) -> dict[str, Any]:
@@ -63,10 +83,19 @@ class Power(_TextType):
         if isinstance(value, bool):
             raise ValueError(f"{value!r} is not a power — write it like 300 W or 300000 mW")
         if isinstance(value, int | float):
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"{value!r} is not a power — write a number of watts ≥ 0, like 300 W or 300000 mW")
             return cls(round(value * 1000))
         if isinstance(value, str) and (m := _POWER_RE.match(value)):
+            if not math.isfinite(float(m.group(1))):
+                raise ValueError(f"{value!r} is not a power — write it like 300 W or 300000 mW")
             return cls(round(float(m.group(1)) * _MILLIWATTS_PER[m.group(2)]))
         raise ValueError(f"{value!r} is not a power — {_power_hint(value)}")
+
+    def bound_problem(self) -> str | None:
+        if self.milliwatts > MAX_MILLIWATTS:
+            return f"{self} is over {MAX_MILLIWATTS // 1_000_000} kW — no GPU or node draws that; check the number"
+        return None
 
     @property
     def watts(self) -> float:
@@ -93,6 +122,8 @@ class Duration(_TextType):
         if isinstance(value, bool):
             raise ValueError(f"{value!r} is not a duration — {_duration_hint(value)}")
         if isinstance(value, int | float):
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"{value!r} is not a duration — {_duration_hint(value)}")
             return cls(float(value), "s")
         if isinstance(value, str) and (m := _DURATION_RE.match(value)):
             amount, unit = float(m.group(1)), m.group(2)
@@ -102,6 +133,14 @@ class Duration(_TextType):
                 return cls(amount, "tick")
             return cls(amount * _SECONDS_PER[unit], "s")
         raise ValueError(f"{value!r} is not a duration — {_duration_hint(value)}")
+
+    def bound_problem(self) -> str | None:
+        """Why this duration cannot be meant (a wait or window that would outlast any run), else None."""
+        limit = MAX_DURATION[self.unit]
+        if not self.amount <= limit:  # also catches inf from a number with hundreds of digits
+            return f"{self} is longer than a test can wait — at most {_number_text(MAX_DURATION['s'])} s (a day), " \
+                   f"{_number_text(MAX_DURATION['tick'])} agent ticks or {_number_text(MAX_DURATION['planner-tick'])} planner ticks"
+        return None
 
     @classmethod
     def seconds_of(cls, amount: float) -> Duration:
@@ -155,9 +194,7 @@ def _power_hint(value: Any) -> str:
 
 def whole_watts(value: Any) -> int:
     """A power in whole watts (an annotation, an NVML limit in W): `280`, `280 W` or `280000 mW` → 280."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    power = Power.parse(value)
+    power = Power.bounded(value)
     if power.milliwatts % 1000:
         raise ValueError(f"{value!r} is not a whole number of watts — this takes whole watts, e.g. 280 W or 280000 mW")
     return power.milliwatts // 1000

@@ -54,8 +54,11 @@ def test_demo_scenarios_round_trip(demo: Path, tmp_path: Path) -> None:
 
 def test_a_name_gherkin_cannot_hold_is_refused(compile_source: Callable[..., CompiledFile]) -> None:
     compiled = compile_source('title: "two\\nlines"\nsteps:\n  - count: {count: 1}\n', "t.yaml")
-    assert compiled.ok
-    with pytest.raises(RenderError, match="names are one line in Gherkin"):
+    assert [str(d) for d in compiled.diagnostics] == [
+        "t.yaml:1:8: `title` spans several lines — make it one line; put the rest under `description:`"
+    ]
+    assert compiled.feature is not None
+    with pytest.raises(RenderError, match="names are one line in Gherkin"):  # the renderer's own guard stays
         to_gherkin(compiled.feature)
 
 
