@@ -14,6 +14,7 @@ Bad input is an error naming the file, line and column of the offending key
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +52,9 @@ class Taint(_Strict):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
+_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
 class NodeSpec(_Strict):
     name: str = Field("twin-gpu-node", min_length=1)
     count: int = Field(1, ge=1, le=1024, description="this many alike nodes, named <name>-1 … <name>-N")
@@ -61,6 +65,16 @@ class NodeSpec(_Strict):
     taints: list[Taint] = Field(default_factory=list, description="node taints (the GPU toleration covers nvidia.com/gpu)")
     faults: NodeFaultSwitches = Field(default_factory=NodeFaultSwitches,
                                       description="switches set on this node only, over the world's `faults`")
+
+    @field_validator("name")
+    @classmethod
+    def _node_name(cls, value: str) -> str:
+        # a node name becomes an object name on the API server and a folder of the node's view, so
+        # it must be a Kubernetes name (DNS-1123 subdomain), with room for `-<count>`
+        if len(value) > 240 or not _NODE_NAME.fullmatch(value):
+            raise ValueError(f"{value!r} is not a Kubernetes node name: lowercase letters, digits, '-' and '.', "
+                             "starting and ending with a letter or digit, at most 240 characters (e.g. gpu-node-1)")
+        return value
 
     @field_validator("sku")
     @classmethod
@@ -204,21 +218,79 @@ class WorldError(ValueError):
 PROFILES_DIR = Path(str(resources.files(__package__).joinpath("profiles")))
 
 
+#: A world file is a page of YAML; past these it is not one (and the parser would take seconds to
+#: fail on pathological nesting, or hit Python's recursion limit).
+MAX_WORLD_BYTES = 1_000_000
+MAX_WORLD_DEPTH = 64
+# Control characters the YAML reader would refuse without a line number, or take as line ends
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufffe\uffff]|\r(?!\n)")
+
+
 def load_world(path: str | Path) -> World:
     """Read and validate a world file; every problem becomes one `WorldError` line per issue."""
     path = Path(path)
     try:
-        text = path.read_text()
+        if path.is_file() and path.stat().st_size > MAX_WORLD_BYTES:
+            raise WorldError(f"{path}:1:1: the world file is over {MAX_WORLD_BYTES // 1_000_000} MB — a world is a page of YAML")
+        data = path.read_bytes()
     except OSError as exc:
         raise WorldError(f"{path}:1:1: cannot read the world file ({exc.strerror}) — check the path") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, col = _line_col(data[: exc.start].decode("utf-8", "replace"), len(data[: exc.start].decode("utf-8", "replace")))
+        raise WorldError(f"{path}:{line}:{col}: byte 0x{data[exc.start]:02x} is not UTF-8 — save the world file as UTF-8") from None
     return parse_world(text, str(path), base=path.parent)
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    before = text[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
+
+
+def _text_problem(text: str, filename: str) -> str | None:
+    """A control character, a lone CR or nesting past MAX_WORLD_DEPTH, at its line and column."""
+    control = _CONTROL.search(text)
+    if control is not None:
+        line, col = _line_col(text, control.start())
+        what = "a lone CR line end" if control.group() == "\r" else f"control character U+{ord(control.group()):04X}"
+        return f"{filename}:{line}:{col}: {what} in the world file — remove it"
+    depth, quote = 0, ""
+    for number, row in enumerate(text.split("\n"), 1):
+        indent = len(row) - len(row.lstrip(" "))
+        if indent > 2 * MAX_WORLD_DEPTH:
+            return f"{filename}:{number}:{indent + 1}: the world file nests deeper than {MAX_WORLD_DEPTH} levels — flatten it"
+        for column, char in enumerate(row, 1):
+            if quote:
+                quote = "" if char == quote else quote
+            elif char in "\"'":
+                quote = char
+            elif char == "#":
+                break
+            elif char in "[{":
+                depth += 1
+                if depth > MAX_WORLD_DEPTH:
+                    return f"{filename}:{number}:{column}: the world file nests deeper than {MAX_WORLD_DEPTH} levels — flatten it"
+            elif char in "]}":
+                depth = max(depth - 1, 0)
+        quote = ""
+    return None
 
 
 def parse_world(text: str, filename: str = "<world>", base: Path | None = None) -> World:
     """Validate a world's text; a relative `agent.program` is resolved against `base` (the file's folder)."""
+    problem = _text_problem(text, filename)
+    if problem is not None:
+        raise WorldError(problem)
     yaml = YAML(typ="rt")
     try:
         data = yaml.load(text)
+    except RecursionError:
+        raise WorldError(f"{filename}:1:1: the world file nests too deeply — flatten it") from None
+    except ValueError:  # an integer past Python's int-string conversion limit
+        long = re.search(r"\d{4301,}", text)
+        line, col = _line_col(text, long.start()) if long else (1, 1)
+        raise WorldError(f"{filename}:{line}:{col}: a number of more than 4300 digits — check the numbers in the world file") from None
     except MarkedYAMLError as exc:
         mark = exc.problem_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+
 import pytest
 
 from stepgraph.twin.world import PROFILES_DIR, WorldError, load_world, parse_world
@@ -78,3 +82,39 @@ def test_cli_exits_2_with_the_error_line(tmp_path, capsys):
     assert capsys.readouterr().err.startswith(f"{bad}:2:3: `timing.agent_tick_seconds`")
     assert main([str(PROFILES_DIR / "path-a.yaml")]) == 0
     assert main([str(tmp_path / "missing.yaml")]) == 2
+
+
+HOSTILE_WORLDS = {
+    "binary.yaml": (b"\x00\x01\x02\xff\xfe", "binary.yaml:1:4: byte 0xff is not UTF-8 — save the world file as UTF-8"),
+    "latin1.yaml": ("seed: 1\nname: caf\xe9\n".encode("latin-1"), "latin1.yaml:2:10: byte 0xe9 is not UTF-8 — save the world file as UTF-8"),
+    "control.yaml": (b"seed: 1\nname: a\x01b\n", "control.yaml:2:8: control character U+0001 in the world file — remove it"),
+    "lone_cr.yaml": (b"seed: 1\rname: x\r", "lone_cr.yaml:1:8: a lone CR line end in the world file — remove it"),
+    "deep.yaml": (b"nodes: " + b"[" * 10_000 + b"]" * 10_000 + b"\n", "deep.yaml:1:72: the world file nests deeper than 64 levels — flatten it"),
+    "long_int.yaml": (b"seed: " + b"9" * 5001 + b"\n",
+                      "long_int.yaml:1:7: a number of more than 4300 digits — check the numbers in the world file"),
+    "node_name.yaml": (b"nodes:\n  - name: ../../x\n",
+                       "node_name.yaml:2:5: `nodes.0.name`: '../../x' is not a Kubernetes node name: lowercase letters, digits, '-'"
+                       " and '.', starting and ending with a letter or digit, at most 240 characters (e.g. gpu-node-1) — see"
+                       " docs/design/twin-gpu.md (worlds)"),
+}
+
+
+def test_hostile_world_files_are_one_line_each_and_exit_2(tmp_path):
+    """Through the world validator's command line, all files in one run: one line each, no traceback."""
+    for name, (data, _) in HOSTILE_WORLDS.items():
+        (tmp_path / name).write_bytes(data)
+    started = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "stepgraph.twin.world", *HOSTILE_WORLDS], cwd=tmp_path,
+                            capture_output=True, text=True, check=False, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [line for _, line in HOSTILE_WORLDS.values()]
+    assert time.perf_counter() - started < 60  # the 10,000-deep file is refused before the parser sees it
+
+
+def test_a_bad_node_name_stops_a_run_with_exit_2(tmp_path):
+    (tmp_path / "w.yaml").write_bytes(HOSTILE_WORLDS["node_name.yaml"][0])
+    (tmp_path / "s.feature").write_text("Feature: F\n  Scenario: S\n    When we wait 1 s\n")
+    result = subprocess.run([sys.executable, "-m", "stepgraph.dsl.cli", "run", "s.feature", "--world", "w.yaml", "--",
+                             "-p", "no:cacheprovider", "-q"], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stdout + result.stderr
+    assert "w.yaml:2:5: `nodes.0.name`: '../../x' is not a Kubernetes node name" in result.stdout + result.stderr
