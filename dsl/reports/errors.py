@@ -6,6 +6,8 @@ the CLI prints the errors and exits 2.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,54 @@ def read_text(path: str | Path, what: str) -> str:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(str(path), line, f"{what} is not UTF-8 text", "save it as UTF-8") from None
+
+
+#: Deeper than any file we write (results nest about six levels); the json module would hit
+#: Python's recursion limit on a file nested 100,000 deep.
+MAX_JSON_DEPTH = 200
+
+
+def parse_json(text: str, path: str | Path, what: str, fix: str) -> Any:
+    """JSON text → data; nesting past MAX_JSON_DEPTH, an integer past Python's int-string limit
+    and invalid JSON are InputErrors at their position."""
+    line, column = _too_deep(text)
+    if line:
+        raise InputError(str(path), line, f"{what} nests deeper than {MAX_JSON_DEPTH} levels", fix, column)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        truncated = exc.pos >= len(text.rstrip())
+        problem = f"{what} is truncated" if truncated else f"{what} is not valid JSON ({exc.msg})"
+        raise InputError(str(path), exc.lineno, problem, fix, exc.colno) from None
+    except ValueError:  # only the int-string conversion limit raises a plain ValueError here
+        digits = re.search(r"\d{4301,}", text)
+        before = text[: digits.start()] if digits else ""
+        raise InputError(str(path), before.count("\n") + 1, f"{what} holds a number of more than 4300 digits", fix,
+                         len(before) - (before.rfind("\n") + 1) + 1) from None
+
+
+def _too_deep(text: str) -> tuple[int, int]:
+    """(line, column) where brackets outside strings first nest past MAX_JSON_DEPTH, else (0, 0)."""
+    depth, in_string, escaped, line, start = 0, False, False, 1, 0
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return line, index - start + 1
+        elif char in "]}":
+            depth -= 1
+        if char == "\n":
+            line, start = line + 1, index + 1
+    return 0, 0
 
 
 def node_position(node: Any, json_path: list[str | int]) -> tuple[int, int]:

@@ -23,7 +23,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from stepgraph.dsl.reports.design import DesignDoc
-from stepgraph.dsl.reports.errors import InputError, node_position, read_text
+from stepgraph.dsl.reports.errors import InputError, node_position, parse_json, read_text
 from stepgraph.dsl.reports.results import write_atomically
 
 LOCK_SCHEMA = "stepgraph-review-lock/1"
@@ -39,11 +39,9 @@ def _key(lock_path: str | Path, doc_path: str) -> str:
 
 def _read(path: str) -> Any:
     text = read_text(path, "review lock")
+    parse_json(text, path, "review lock", FIX)
     try:
-        json.loads(text)
         return YAML(typ="rt").load(text)  # JSON is YAML: ruamel gives us line numbers
-    except json.JSONDecodeError as exc:
-        raise InputError(path, exc.lineno, f"review lock is not valid JSON ({exc.msg})", FIX, exc.colno) from None
     except YAMLError:
         raise InputError(path, 1, "review lock could not be read as JSON", FIX) from None
 

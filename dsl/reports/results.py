@@ -20,7 +20,7 @@ import fastjsonschema
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from stepgraph.dsl.reports.errors import InputError, node_position, read_text
+from stepgraph.dsl.reports.errors import InputError, node_position, parse_json, read_text
 
 SCHEMA_ID = "stepgraph-results/1"
 OUTCOMES = ("passed", "failed", "skipped", "undefined", "error")
@@ -77,12 +77,7 @@ def write(document: dict[str, Any], path: str | Path) -> None:
 
 def load(path: str | Path) -> dict[str, Any]:
     text = read_text(path, "results file")
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        truncated = exc.pos >= len(text.rstrip())
-        problem = "results file is truncated" if truncated else f"results file is not valid JSON ({exc.msg})"
-        raise InputError(str(path), exc.lineno, problem, "re-run the tests to write it again", exc.colno) from None
+    document = parse_json(text, path, "results file", "re-run the tests to write it again")
     if not isinstance(document, dict) or document.get("schema") != SCHEMA_ID:
         found = document.get("schema") if isinstance(document, dict) else type(document).__name__
         raise InputError(str(path), 1, f"not a stepgraph results file (schema {found!r}, expected {SCHEMA_ID!r})",

@@ -146,6 +146,10 @@ def test_diff_against_a_baseline_names_new_failures_fixed_and_flaky(tmp_path: Pa
     ('{"schema": "stepgraph-results/1",\n "run": {', ":2:10: results file is truncated"),
     ("<testsuites/>", ":1:1: results file is not valid JSON"),
     ('{"schema": "cucumber"}', ":1:1: not a stepgraph results file"),
+    ('{"schema": "stepgraph-results/1",\n "run": ' + "[" * 100_000 + "]" * 100_000 + "}",
+     ":2:208: results file nests deeper than 200 levels — re-run the tests to write it again"),
+    ('{"schema": "stepgraph-results/1",\n "run": ' + "9" * 5001 + "}",
+     ":2:9: results file holds a number of more than 4300 digits — re-run the tests to write it again"),
 ])
 def test_unreadable_or_truncated_results_exit_2(tmp_path: Path, doc: Path, capsys: pytest.CaptureFixture[str],
                                                 content: str | None, message: str) -> None:
