@@ -137,6 +137,8 @@ class TwinTarget:
         "variant": "target or kaim",
         "world_dgds": "own or keep",
         "metrics_via": "exec or proxy",
+        "agent": "a folder holding power_agent.py, or `reference`: run the agent as that real program",
+        "clock": "virtual, real or scaled[:RATE]",
     }
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:

@@ -3,7 +3,10 @@ a compile error saying what was meant."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from dsl_vocabulary import messages
@@ -117,6 +120,42 @@ def test_the_twin_rejects_an_option_it_does_not_take() -> None:
     with pytest.raises(TargetConfigError) as info:
         check_options(TwinTarget(env={}), {"bogus": "1"})
     assert str(info.value).startswith("--target-option bogus=1: target 'twin' has no option 'bogus' — its options: actuator (nvml")
+
+
+def test_every_option_the_twin_reads_is_one_it_declares() -> None:
+    """An option read but not declared is refused as unknown before the target sees it."""
+    from stepgraph.targets.twin import TwinTarget
+
+    class Recording(dict[str, str]):
+        read: set[str] = set()
+
+        def get(self, key: str, default: object = None) -> object:  # type: ignore[override]
+            self.read.add(key)
+            return super().get(key, default)
+
+        def __contains__(self, key: object) -> bool:
+            self.read.add(str(key))
+            return super().__contains__(key)
+
+        def __getitem__(self, key: str) -> str:
+            self.read.add(key)
+            return super().__getitem__(key)
+
+    options = Recording()
+    TwinTarget(env={}).configure(options)
+    assert options.read and options.read <= set(TwinTarget.options), sorted(options.read - set(TwinTarget.options))
+
+
+def test_the_twin_agent_option_reaches_the_target_through_pytest(tmp_path: Path) -> None:
+    (tmp_path / "s.feature").write_text("Feature: F\n  Scenario: S\n    When we wait 1 s\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "s.feature", "-p", "no:cacheprovider", "-q", "--target", "twin",
+         "--target-option", f"agent={tmp_path / 'absent'}", "-o", "stepgraph_paths=."],
+        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 2 and "Traceback" not in output, output
+    assert f"twin: agent={tmp_path / 'absent'}: agent program" in output and "has no option 'agent'" not in output
 
 
 @pytest.fixture
