@@ -14,6 +14,7 @@ from .bindings import BindingError, Bindings, Reads, Ref
 from .clock import Clock, ManualClock, RealClock
 from .context import StepContext
 from .eventually import CheckFailed, EventuallyTimeout, ThroughoutBroken, eventually, throughout
+from .files import NamesFile
 from .finalizers import FinalizerError, FinalizerStack
 from .matchers import MatchResult, delta, delta_at_least, delta_exactly, equal_except, multiset_equal, within_tolerance
 from .phrases import register_placeholder_type
@@ -53,6 +54,7 @@ __all__ = [
     "LocalTarget",
     "ManualClock",
     "MatchResult",
+    "NamesFile",
     "NoParams",
     "Params",
     "Power",

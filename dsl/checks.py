@@ -10,6 +10,7 @@ from collections.abc import Collection, Iterable
 
 from .bindings import SAME_KIND_AS_SOURCE, Reads, Ref
 from .diagnostics import Diagnostic, Location
+from .files import NamesFile
 from .ir import Feature, Scenario, StepCall
 from .registry import INCREMENTS, Registry
 from .target import DEFAULT_TICK_SECONDS
@@ -27,7 +28,7 @@ def check_feature(
 ) -> list[Diagnostic]:
     found: dict[Diagnostic, None] = {}  # ordered set: background problems are reported once
     flow = _dataflow(feature, registry) if dataflow else []
-    for diag in (*flow, *_effects(feature), *_timing(feature), *_capabilities(feature, registry), *_duplicates(feature)):
+    for diag in (*flow, *_effects(feature), *_timing(feature), *_capabilities(feature, registry), *_duplicates(feature), *_files(feature)):
         found[diag] = None
     if design_ids is not None:
         for diag in _design(feature, design_ids, design_source):
@@ -90,6 +91,22 @@ def _kinds(call: StepCall, bound: dict[str, tuple[StepCall, str | None]], regist
 
 def _all_calls(feature: Feature) -> list[StepCall]:
     return [*feature.background, *(c for s in feature.scenarios for c in s.steps)]
+
+
+def _files(feature: Feature) -> list[Diagnostic]:
+    """A file a step names (a `NamesFile` field) that does not exist: found now, not when the run
+    reaches the step after minutes of set-up."""
+    diags = []
+    for call in _all_calls(feature):
+        for field, info in type(call.params).model_fields.items():
+            names = next((m for m in info.metadata if isinstance(m, NamesFile)), None)
+            value = getattr(call.params, field)
+            if names is None or not isinstance(value, str):
+                continue
+            problem = names.missing(value)
+            if problem is not None:
+                diags.append(Diagnostic(call.location, f"{call.step_id}: {problem[0]}", problem[1], "files"))
+    return diags
 
 
 def _effects(feature: Feature) -> list[Diagnostic]:

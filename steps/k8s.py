@@ -18,10 +18,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from stepgraph.dsl import POD_START, CheckFailed, Params, Reads, Ref, StepContext, Watts, then, when
+from stepgraph.dsl import POD_START, CheckFailed, NamesFile, Params, Reads, Ref, StepContext, Watts, then, when
 
 from ._clients import ClusterError, NotFound, translated
-from ._cluster import DGD_LABEL, POWER_ANNOTATION, ROLE_LABEL, RUN_LABEL, WORKER_SELECTOR, Cluster, RunStamp, cluster
+from ._cluster import (
+    DGD_LABEL,
+    POWER_ANNOTATION,
+    ROLE_LABEL,
+    RUN_LABEL,
+    WORKER_SELECTOR,
+    Cluster,
+    RunStamp,
+    cluster,
+    shipped_manifests,
+)
 from ._parsers import parse_kv_lines
 
 if TYPE_CHECKING:
@@ -319,8 +329,17 @@ def objects_of_this_run(ctx: StepContext) -> list[str]:
 # -- apply / delete ------------------------------------------------------------------------------
 
 
+#: The namespace/label variants whose manifests ship with the package (examples/manifests/<variant>/)
+MANIFEST_VARIANTS = ("target", "kaim")
+
+
+def _variant_folders() -> list[Path]:
+    return [shipped_manifests(variant) for variant in MANIFEST_VARIANTS]
+
+
 class ApplyParams(Params):
-    manifest: str
+    # found as Cluster.manifest finds it: in a variant's folder (with or without .yaml), or as a path
+    manifest: Annotated[str, NamesFile("manifest", _variant_folders, (".yaml",), "examples/manifests/<variant>/")]
 
 
 def delete_created(ctx: StepContext, params: Params, refs: list[ObjectRef]) -> None:

@@ -122,6 +122,25 @@ def test_the_twin_rejects_an_option_it_does_not_take() -> None:
     assert str(info.value).startswith("--target-option bogus=1: target 'twin' has no option 'bogus' — its options: actuator (nvml")
 
 
+def test_lint_finds_a_manifest_that_does_not_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from stepgraph.dsl.cli import main
+
+    (tmp_path / "mine.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    (tmp_path / "s.feature").write_text(
+        "Feature: F\n  Scenario: S\n"
+        '    When the manifest "mine.yaml" is applied as "a"\n'  # a path from the working folder
+        '    And the manifest "40-conflict-bystander" is applied as "b"\n'  # a shipped variant file, .yaml optional
+        '    And the manifest "manifests/absent.yaml" is applied as "c"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["lint", "s.feature"]) == 2
+    assert capsys.readouterr().out.splitlines() == [
+        "s.feature:5:5: k8s.apply: manifest 'manifests/absent.yaml' does not exist — give a path from the folder the run"
+        f" starts in ({tmp_path}), or the name of a file in examples/manifests/<variant>/"
+    ]
+
+
 def test_every_option_the_twin_reads_is_one_it_declares() -> None:
     """An option read but not declared is refused as unknown before the target sees it."""
     from stepgraph.targets.twin import TwinTarget
