@@ -16,7 +16,7 @@ from .context import StepContext
 from .eventually import CheckFailed, EventuallyTimeout, ThroughoutBroken, eventually, throughout
 from .files import NamesFile
 from .finalizers import FinalizerError, FinalizerStack
-from .matchers import MatchResult, delta, delta_at_least, delta_exactly, equal_except, multiset_equal, within_tolerance
+from .matchers import MatchResult, align_multiset, delta, delta_at_least, delta_exactly, equal_except, multiset_equal, within_tolerance
 from .phrases import register_placeholder_type
 from .registry import (
     MUTATING_EFFECTS,
@@ -71,6 +71,7 @@ __all__ = [
     "TargetSession",
     "ThroughoutBroken",
     "Watts",
+    "align_multiset",
     "delta",
     "delta_at_least",
     "delta_exactly",

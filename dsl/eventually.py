@@ -23,11 +23,14 @@ HISTORY = 3  # observations a failure shows
 class CheckFailed(AssertionError):
     """A check did not hold; carries what was expected and what was observed."""
 
-    def __init__(self, message: str, *, expected: Any = None, observed: Any = None, history: Any = ()) -> None:
+    def __init__(self, message: str, *, expected: Any = None, observed: Any = None, history: Any = (), aligned: Any = None) -> None:
         super().__init__(message)
         self.message = message
         self.expected = expected
         self.observed = observed
+        #: For an expectation without keys (a multiset of caps) against keyed observations (per GPU):
+        #: the expectation laid out on the observed keys, so the failure can show them side by side.
+        self.aligned = aligned
         #: The last observations before the verdict: (seconds since the window opened, observed).
         self.history: tuple[tuple[float, Any], ...] = tuple(history)
 
@@ -82,7 +85,8 @@ def eventually(
     expected = getattr(last, "expected", None)
     observed = getattr(last, "observed", None)
     message = f"{what}still failing after {timeout:g} s ({attempts} attempts)" + _what_failed(last, "last failure")
-    raise EventuallyTimeout(message, expected=expected, observed=observed, history=history) from last
+    aligned = getattr(last, "aligned", None)
+    raise EventuallyTimeout(message, expected=expected, observed=observed, history=history, aligned=aligned) from last
 
 
 class ThroughoutBroken(CheckFailed):
@@ -115,7 +119,8 @@ def throughout(
             message += _what_failed(failure, "failure")
             expected = getattr(failure, "expected", None)
             observed = getattr(failure, "observed", None)
-            raise ThroughoutBroken(message, expected=expected, observed=observed, history=[(held, observed)]) from failure
+            aligned = getattr(failure, "aligned", None)
+            raise ThroughoutBroken(message, expected=expected, observed=observed, history=[(held, observed)], aligned=aligned) from failure
         remaining = deadline - clock.now()
         if remaining <= 0:
             return value

@@ -13,20 +13,23 @@ from .eventually import CheckFailed
 
 def failure_block(step_location: str, step_text: str, scenario: str, scenario_location: str, failure: CheckFailed) -> str:
     lines = [f"{step_location}: {step_text}", f"  in scenario {scenario!r} ({scenario_location})", f"  {failure.message}"]
-    lines += ["  " + line for line in compare(failure.expected, failure.observed)]
+    lines += ["  " + line for line in compare(failure.expected, failure.observed, getattr(failure, "aligned", None))]
     if failure.history:
         lines.append("  last observations (time since the window opened):")
         lines += [f"    +{t:g} s  {_text(observed)}" for t, observed in failure.history]
     return "\n".join(lines)
 
 
-def compare(expected: Any, observed: Any) -> list[str]:
-    """`expected: …` / `observed: …`, and a per-key table when both are mappings (per GPU)."""
+def compare(expected: Any, observed: Any, aligned: Any = None) -> list[str]:
+    """`expected: …` / `observed: …`, and a per-key table when both are mappings (per GPU), or when
+    the expectation comes laid out on the observed keys (`aligned`, for a multiset)."""
     out = []
     if expected is not None:
         out.append(f"expected: {_text(expected)}")
     if observed is not None:
         out.append(f"observed: {_text(observed)}")
+    if isinstance(aligned, Mapping) and isinstance(observed, Mapping):
+        expected = aligned
     if isinstance(expected, Mapping) and isinstance(observed, Mapping):
         keys = sorted({*expected, *observed}, key=lambda k: (str(type(k)), k))
         rows = [("", "expected", "observed", "")] + [

@@ -44,6 +44,24 @@ def multiset_equal(expected: Iterable[Hashable], observed: Iterable[Hashable]) -
     return MatchResult(not missing and not extra, sorted(want.elements(), key=repr), sorted(got.elements(), key=repr), detail)
 
 
+def align_multiset(expected: Iterable[Any], observed: Mapping[Any, Any]) -> dict[Any, Any]:
+    """The expected multiset laid out on the observed keys: a key whose value is expected keeps it;
+    the expected values left over go, smallest first, to the other keys in order (the pairing a
+    reader checks first), and any beyond the keys are shown under "(no GPU)"."""
+    left = Counter(expected)
+    aligned: dict[Any, Any] = {}
+    for key, value in sorted(observed.items(), key=lambda kv: repr(kv[0])):
+        if left[value] > 0:
+            left[value] -= 1
+            aligned[key] = value
+    spare = sorted(left.elements(), key=repr)
+    for key in sorted((k for k in observed if k not in aligned), key=repr):
+        aligned[key] = spare.pop(0) if spare else "—"
+    if spare:
+        aligned["(no GPU)"] = spare if len(spare) > 1 else spare[0]
+    return aligned
+
+
 def delta(baseline: Mapping[Any, float], current: Mapping[Any, float]) -> dict[Any, float]:
     """current − baseline per key (a key missing from the baseline counts from 0)."""
     return {k: current.get(k, 0) - baseline.get(k, 0) for k in set(baseline) | set(current)}

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from stepgraph.dsl import CheckFailed, multiset_equal
+from stepgraph.dsl import CheckFailed, align_multiset, multiset_equal
 
 from ._parsers import parse_watts_list
 
 
 def require_caps_multiset(what: str, expected: str, observed: Mapping[int, int]) -> None:
     """Raise CheckFailed unless the observed per-GPU caps are the `expected` list ("350, 325×3, …") in any order."""
-    result = multiset_equal(parse_watts_list(expected), observed.values())
+    wanted = parse_watts_list(expected)
+    result = multiset_equal(wanted, observed.values())
     if not result:
-        raise CheckFailed(f"{what} in any GPU order: {result.detail}", expected=result.expected, observed=dict(sorted(observed.items())))
+        raise CheckFailed(f"{what} in any GPU order: {result.detail}", expected=result.expected, observed=dict(sorted(observed.items())),
+                          aligned=align_multiset(wanted, observed))
