@@ -50,16 +50,17 @@ def read_text(path: str | Path, what: str) -> str:
 MAX_JSON_DEPTH = 200
 
 
-def parse_json(text: str, path: str | Path, what: str, fix: str) -> Any:
+def parse_json(text: str, path: str | Path, what: str, fix: str, *, says_truncated: bool = True) -> Any:
     """JSON text → data; nesting past MAX_JSON_DEPTH, an integer past Python's int-string limit
-    and invalid JSON are InputErrors at their position."""
+    and invalid JSON are InputErrors at their position (a file cut short says so, unless
+    `says_truncated` is False)."""
     line, column = _too_deep(text)
     if line:
         raise InputError(str(path), line, f"{what} nests deeper than {MAX_JSON_DEPTH} levels", fix, column)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        truncated = exc.pos >= len(text.rstrip())
+        truncated = says_truncated and exc.pos >= len(text.rstrip())
         problem = f"{what} is truncated" if truncated else f"{what} is not valid JSON ({exc.msg})"
         raise InputError(str(path), exc.lineno, problem, fix, exc.colno) from None
     except ValueError:  # only the int-string conversion limit raises a plain ValueError here

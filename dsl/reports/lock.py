@@ -39,7 +39,7 @@ def _key(lock_path: str | Path, doc_path: str) -> str:
 
 def _read(path: str) -> Any:
     text = read_text(path, "review lock")
-    parse_json(text, path, "review lock", FIX)
+    parse_json(text, path, "review lock", FIX, says_truncated=False)
     try:
         return YAML(typ="rt").load(text)  # JSON is YAML: ruamel gives us line numbers
     except YAMLError:
