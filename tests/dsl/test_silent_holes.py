@@ -146,7 +146,9 @@ def test_every_option_the_twin_reads_is_one_it_declares() -> None:
     from stepgraph.targets.twin import TwinTarget
 
     class Recording(dict[str, str]):
-        read: set[str] = set()
+        def __init__(self) -> None:
+            super().__init__()
+            self.read: set[str] = set()
 
         def get(self, key: str, default: object = None) -> object:  # type: ignore[override]
             self.read.add(key)

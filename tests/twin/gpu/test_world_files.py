@@ -86,10 +86,12 @@ def test_cli_exits_2_with_the_error_line(tmp_path, capsys):
 
 HOSTILE_WORLDS = {
     "binary.yaml": (b"\x00\x01\x02\xff\xfe", "binary.yaml:1:4: byte 0xff is not UTF-8 — save the world file as UTF-8"),
-    "latin1.yaml": ("seed: 1\nname: caf\xe9\n".encode("latin-1"), "latin1.yaml:2:10: byte 0xe9 is not UTF-8 — save the world file as UTF-8"),
+    "latin1.yaml": ("seed: 1\nname: caf\xe9\n".encode("latin-1"),
+                    "latin1.yaml:2:10: byte 0xe9 is not UTF-8 — save the world file as UTF-8"),
     "control.yaml": (b"seed: 1\nname: a\x01b\n", "control.yaml:2:8: control character U+0001 in the world file — remove it"),
     "lone_cr.yaml": (b"seed: 1\rname: x\r", "lone_cr.yaml:1:8: a lone CR line end in the world file — remove it"),
-    "deep.yaml": (b"nodes: " + b"[" * 10_000 + b"]" * 10_000 + b"\n", "deep.yaml:1:72: the world file nests deeper than 64 levels — flatten it"),
+    "deep.yaml": (b"nodes: " + b"[" * 10_000 + b"]" * 10_000 + b"\n",
+                  "deep.yaml:1:72: the world file nests deeper than 64 levels — flatten it"),
     "long_int.yaml": (b"seed: " + b"9" * 5001 + b"\n",
                       "long_int.yaml:1:7: a number of more than 4300 digits — check the numbers in the world file"),
     "node_name.yaml": (b"nodes:\n  - name: ../../x\n",
