@@ -339,7 +339,10 @@ class Store:
             raise not_found("namespaces", "", ns)
         if ns_obj["metadata"].get("deletionTimestamp"):
             raise ApiError(403, f'{rtype.plural} "{name}" is forbidden: unable to create new content in namespace '
-                                f"{ns} because it is being terminated", "Forbidden", kind=rtype.plural, name=name)
+                                f"{ns} because it is being terminated", "Forbidden", kind=rtype.plural, name=name,
+                           group=rtype.group, causes=[{"reason": "NamespaceTerminating",
+                                                       "message": f"namespace {ns} is being terminated",
+                                                       "field": "metadata.namespace"}])
 
     def _validate(self, rtype: ResourceType, obj: dict, version: str | None, strict: bool,
                   warnings: list[str] | None) -> None:
