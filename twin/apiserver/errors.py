@@ -63,9 +63,12 @@ def conflict(resource: str, group: str, name: str) -> ApiError:
 
 
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
-    """422 Invalid; each cause is (reason type, field path, message)."""
-    text = ", ".join(f"{field}: {msg}" for _, field, msg in causes)
-    return ApiError(422, f'{kind} "{name}" is invalid: {text}', "Invalid", kind=kind, name=name, group=group,
+    """422 Invalid; each cause is (reason type, field path, message).  The message names the kind
+    qualified by its group (`Job.batch`) and brackets several errors, as Go's aggregate error does."""
+    texts = list(dict.fromkeys(f"{field}: {msg}" for _, field, msg in causes))
+    text = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    qualified = f"{kind}.{group}" if group else kind
+    return ApiError(422, f'{qualified} "{name}" is invalid: {text}', "Invalid", kind=kind, name=name, group=group,
                     causes=[{"reason": r, "message": m, "field": f} for r, f, m in causes])
 
 

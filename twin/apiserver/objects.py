@@ -209,12 +209,30 @@ def assign_owned_selector(resource_key: str, obj: dict) -> None:
 
 def kind_problems(resource_key: str, obj: dict) -> list[tuple[str, str, str]]:
     """422 causes the real server's per-kind validation gives beyond the schema."""
+    causes = []
+    if resource_key == "pods":
+        causes += _image_problems((obj.get("spec") or {}), "spec")
+    elif resource_key in WORKLOADS:
+        template_spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+        causes += _image_problems(template_spec, "spec.template.spec")
     if resource_key == "jobs.batch":
         policy = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("restartPolicy")
         if policy not in ("OnFailure", "Never"):
-            return [("FieldValueNotSupported", "spec.template.spec.restartPolicy",
-                     f'Unsupported value: "{policy}": supported values: "OnFailure", "Never"')]
-    return []
+            causes.append(("FieldValueNotSupported", "spec.template.spec.restartPolicy",
+                           f'Unsupported value: "{policy}": supported values: "OnFailure", "Never"'))
+    return causes
+
+
+def _image_problems(pod_spec: dict, where: str) -> list[tuple[str, str, str]]:
+    """The schema leaves `image` optional (for templates others fill in), but the server's pod
+    validation requires one in every container of a pod and of a workload's template."""
+    causes = []
+    for list_name in ("initContainers", "containers"):
+        containers = pod_spec.get(list_name)
+        for i, container in enumerate(containers if isinstance(containers, list) else ()):
+            if isinstance(container, dict) and not container.get("image"):
+                causes.append(("FieldValueRequired", f"{where}.{list_name}[{i}].image", "Required value"))
+    return causes
 
 
 def _default_pod(obj: dict, spec: dict) -> None:

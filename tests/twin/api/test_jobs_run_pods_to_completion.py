@@ -54,6 +54,25 @@ def test_a_job_template_that_restarts_always_is_refused(batch):
     assert json.loads(err.value.body)["details"]["causes"][0]["field"] == "spec.template.spec.restartPolicy"
 
 
+@pytest.mark.parametrize("image", ["", None])
+def test_a_job_or_pod_without_an_image_is_refused(batch, core, image):
+    body = job()
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    if image is None:
+        del container["image"]
+    else:
+        container["image"] = image
+    with pytest.raises(ApiException) as err:
+        batch.create_namespaced_job("default", body)
+    assert err.value.status == 422
+    assert json.loads(err.value.body)["message"] == \
+        'Job.batch "j" is invalid: spec.template.spec.containers[0].image: Required value'
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_pod("default", {"metadata": {"name": "p"}, "spec": {"containers": [container]}})
+    assert json.loads(err.value.body)["details"]["causes"] == [
+        {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.containers[0].image"}]
+
+
 def test_deleting_a_job_in_the_background_deletes_its_pods(twin, core, batch):
     uid = batch.create_namespaced_job("default", job()).metadata.uid
     batch.delete_namespaced_job("j", "default", propagation_policy="Background")
