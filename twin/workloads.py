@@ -17,10 +17,11 @@ Twin annotations a pod may carry (all optional):
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from . import shell
 
 ANNOTATION_PREFIX = "twin.stepgraph.dev/"
 EXIT_AFTER = ANNOTATION_PREFIX + "exit-after"
@@ -163,13 +164,24 @@ class DefaultWorkload(Workload):
 
 def run_builtin(ctx: WorkloadContext, argv: list[str], stdin: bytes | None) -> ExecResult:
     """`echo`, `true`, `false`, `cat` (stdin, /etc/hostname, /proc/<pid>/cgroup — host PIDs only
-    with `hostPID: true`), `env`,
-    `hostname`, `sh -c '<one of these>'`; anything else → 127."""
+    with `hostPID: true`), `env`, `hostname`, `sleep` (returns at once: hooks must not block),
+    `ls` of the two folders the shell knows, and `sh -c SCRIPT` of these joined by `;`, `&&`,
+    `||` with `exit [N]` (`shell.py`); anything else → 127."""
     if not argv:
         return not_found(argv)
     cmd, args = argv[0].rsplit("/", 1)[-1], argv[1:]
     if cmd in ("sh", "bash") and len(args) >= 2 and args[0] == "-c":
-        return run_builtin(ctx, shlex.split(args[1]), stdin)
+        def one(command: list[str]) -> tuple[bytes, bytes, int]:
+            result = run_builtin(ctx, command, stdin)
+            return result.stdout, result.stderr, result.exit_code
+        out, err, code = shell.run(args[1], one)
+        return ExecResult(stdout=out, stderr=err, exit_code=code)
+    if cmd == "sleep":
+        if len(args) != 1 or not _is_duration(args[0]):
+            return ExecResult(stderr=f"sleep: invalid number '{' '.join(args)}'\n".encode(), exit_code=1)
+        return ExecResult()
+    if cmd == "ls":
+        return _ls(args)
     if cmd == "echo":
         return ExecResult(stdout=(" ".join(args) + "\n").encode())
     if cmd == "true":
@@ -204,6 +216,28 @@ def _cat(ctx: WorkloadContext, paths: list[str], stdin: bytes | None) -> ExecRes
                 err, code = err + f"cat: {path}: No such file or directory\n".encode(), 1
         else:
             err, code = err + f"cat: {path}: No such file or directory\n".encode(), 1
+    return ExecResult(stdout=out, stderr=err, exit_code=code)
+
+
+def _is_duration(text: str) -> bool:
+    try:
+        return float(text.rstrip("smhd")) >= 0
+    except ValueError:
+        return False
+
+
+# The folders the built-in shell can read from (see `_cat`), as `ls` lists them.
+_FOLDERS = {"/": "etc\nproc\n", "/etc": "hostname\n"}
+
+
+def _ls(paths: list[str]) -> ExecResult:
+    out, err, code = b"", b"", 0
+    for path in paths or ["/"]:
+        listing = _FOLDERS.get(path.rstrip("/") or "/")
+        if listing is None:
+            err, code = err + f"ls: {path}: No such file or directory\n".encode(), 1
+        else:
+            out += (f"{path}:\n{listing}" if len(paths) > 1 else listing).encode()
     return ExecResult(stdout=out, stderr=err, exit_code=code)
 
 

@@ -89,6 +89,39 @@ def test_unknown_command_is_127_with_the_runtime_message(running):
     assert ws.read_stderr() == 'exec: "nvidia-smi": executable file not found in $PATH\n'
 
 
+@pytest.fixture
+def plain(twin, core, make_pod):
+    """A running pod with the default workload: exec gets the built-in shell."""
+    core.create_namespaced_pod("default", make_pod("plain"))
+    twin.clock.sleep(3)
+    return core
+
+
+def shell_exec(core, script):
+    ws = stream(core.connect_get_namespaced_pod_exec, "plain", "default", command=["/bin/sh", "-c", script],
+                stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False)
+    ws.run_forever(timeout=10)
+    return ws.returncode, ws.read_stdout(), ws.read_stderr()
+
+
+@pytest.mark.parametrize(("script", "expected"), [
+    ("sleep 1; exit 3", (3, "", "")),
+    ("echo a; false; exit", (1, "a\n", "")),
+    ("false && echo no || echo yes", (0, "yes\n", "")),
+    ("echo one\necho two", (0, "one\ntwo\n", "")),
+    ("ls /", (0, "etc\nproc\n", "")),
+    ("exit 300", (44, "", "")),
+])
+def test_the_built_in_shell_runs_command_lists_and_exit(plain, script, expected):
+    assert shell_exec(plain, script) == expected
+
+
+@pytest.mark.parametrize("script", ["echo a | gzip", "while true; do date; done", "echo $HOME", "echo x > f"])
+def test_the_built_in_shell_refuses_what_it_cannot_run_as_sh_would(plain, script):
+    code, out, err = shell_exec(plain, script)
+    assert (code, out) == (2, "") and "not supported by the twin's built-in shell" in err
+
+
 def test_exec_into_a_pod_that_is_not_running_fails(twin, core, make_pod):
     core.create_namespaced_pod("default", make_pod("waiting"))
     with pytest.raises(ApiException):  # the websocket handshake is refused with a 400 Status
