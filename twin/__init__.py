@@ -92,7 +92,7 @@ class Twin:
         self.inventory, self.host, self.kubelet = self.node.inventory, self.node.host, self.kubelets[self.node.name]
         self.crds = CrdController(self.store, self.types)
         self.scheduler = Scheduler(self.store, self.nodes, self.clock)
-        self.controllers = Controllers(self.store, self.nodes, self.rng("controllers"))
+        self.controllers = Controllers(self.store, self.nodes, self.rng("controllers"), root_ca=lambda: self.ca.ca_pem)
         self.start_hooks: list[Callable[[Twin], None]] = list(hooks)
         if world is not None:
             self.start_hooks.append(world.install if hasattr(world, "install") else world)

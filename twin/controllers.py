@@ -1,6 +1,7 @@
 """Workload objects → pods: the DaemonSet, Deployment → ReplicaSet, ReplicationController and Job
-controllers, the per-namespace `default` ServiceAccount, and (in garbage_collector.py) the
-owner-reference garbage collector.
+controllers, the per-namespace `default` ServiceAccount and `kube-root-ca.crt` ConfigMap (the API
+server's CA, for pods that verify it), and (in garbage_collector.py) the owner-reference garbage
+collector.
 
 DaemonSet: one pod per node whose labels match the template's nodeSelector (and whose taints the
 template tolerates), named `<ds>-<5 chars>`, bound to that node directly; a changed template
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 from .apiserver import objects
@@ -46,6 +48,12 @@ def _template_hash(template: dict) -> str:
 
 
 KUBERNETES_SERVICE_IP = "10.96.0.1"
+ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
+DESCRIPTION = "kubernetes.io/description"
+ROOT_CA_DESCRIPTION = ("Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
+                       "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "
+                       "guaranteed across distributions of Kubernetes clusters.")
+CONTROLLER_MANAGER = "kube-controller-manager"
 SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 REVISION = "deployment.kubernetes.io/revision"
 OWNER_KINDS = {"DaemonSet": "daemonsets.apps", "Deployment": "deployments.apps", "ReplicaSet": "replicasets.apps",
@@ -55,8 +63,9 @@ OWNER_KINDS = {"DaemonSet": "daemonsets.apps", "Deployment": "deployments.apps",
 class Controllers:
     """All the twin's built-in controllers, wired to store events."""
 
-    def __init__(self, store: Any, nodes: list[Node], rng: Any) -> None:
+    def __init__(self, store: Any, nodes: list[Node], rng: Any, root_ca: Callable[[], str] | None = None) -> None:
         self.store, self.nodes, self._rng = store, nodes, rng
+        self._root_ca = root_ca
         self.gc = GarbageCollector(store)
         store.subscribe("daemonsets.apps", lambda e, ds: self._daemonset(e, ds))
         store.subscribe("deployments.apps", lambda e, d: self._deployment(e, d))
@@ -65,6 +74,8 @@ class Controllers:
         store.subscribe("jobs.batch", lambda e, job: self._job(e, job))
         store.subscribe("pods", self._on_pod)
         store.subscribe("namespaces", self._on_namespace)
+        if root_ca is not None:
+            store.subscribe("configmaps", self._on_configmap)
 
     # -- namespaces ------------------------------------------------------------------------
     def _on_namespace(self, etype: str, ns: dict) -> None:
@@ -82,6 +93,37 @@ class Controllers:
                 self.store.create(resource, name, body)
             except ApiError:
                 pass  # created by hand already
+        self._publish_root_ca(name)
+
+    # -- the root-CA publisher: `kube-root-ca.crt` in every active namespace, kept as published --
+    def _root_ca_data(self) -> dict:
+        assert self._root_ca is not None
+        return {"ca.crt": self._root_ca()}
+
+    def _publish_root_ca(self, namespace: str) -> None:
+        if self._root_ca is None:
+            return
+        try:  # a terminating namespace refuses new content (403), as it refuses the real publisher
+            self.store.create("configmaps", namespace, {
+                "metadata": {"name": ROOT_CA_CONFIGMAP, "annotations": {DESCRIPTION: ROOT_CA_DESCRIPTION}},
+                "data": self._root_ca_data()})
+        except ApiError:
+            pass  # the namespace is gone or terminating, or the ConfigMap exists (MODIFIED keeps it right)
+
+    def _on_configmap(self, etype: str, cm: dict) -> None:
+        md = cm["metadata"]
+        if md["name"] != ROOT_CA_CONFIGMAP:
+            return
+        if etype == "DELETED":
+            self._publish_root_ca(md["namespace"])
+        elif cm.get("data") != self._root_ca_data() and not md.get("deletionTimestamp"):
+            try:  # someone changed the bundle: the publisher puts the CA back, as the real one does
+                self.store.patch("configmaps", md["namespace"], md["name"],
+                                 [{"op": "replace" if "data" in cm else "add", "path": "/data",
+                                   "value": self._root_ca_data()}],
+                                 patch_type="json", field_manager=CONTROLLER_MANAGER)
+            except ApiError:
+                pass  # deleted meanwhile: the DELETED event republishes it
 
     # -- pods changing → owners react ----------------------------------------------------------
     def _on_pod(self, etype: str, pod: dict) -> None:

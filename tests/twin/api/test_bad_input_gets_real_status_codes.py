@@ -69,7 +69,7 @@ def test_oversize_body_is_413_and_stores_nothing(twin, core):
     big = json.dumps({"metadata": {"name": "big"}, "data": {"blob": "x" * (3 * 1024 * 1024 + 10)}}).encode()
     code, status = raw(twin, "POST", CM, big)
     assert code == 413 and status["reason"] == "RequestEntityTooLarge"
-    assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == []
+    assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == ["kube-root-ca.crt"]
 
 
 def test_unknown_resources_are_404_and_unsupported_verbs_405(twin):

@@ -119,14 +119,15 @@ def test_list_pages_with_limit_and_continue(core):
     for i in range(5):
         core.create_namespaced_config_map("default", {"metadata": {"name": f"p{i}"}})
     first = core.list_namespaced_config_map("default", limit=2)
-    assert len(first.items) == 2 and first.metadata._continue and first.metadata.remaining_item_count == 3
+    # six in all: every namespace also holds the root-CA ConfigMap, as on a real cluster
+    assert len(first.items) == 2 and first.metadata._continue and first.metadata.remaining_item_count == 4
     names = [i.metadata.name for i in first.items]
     token = first.metadata._continue
     while token:
         page = core.list_namespaced_config_map("default", limit=2, _continue=token)
         names += [i.metadata.name for i in page.items]
         token = page.metadata._continue
-    assert names == [f"p{i}" for i in range(5)]
+    assert names == ["kube-root-ca.crt"] + [f"p{i}" for i in range(5)]
 
 
 def test_a_failing_in_process_subscriber_does_not_fail_the_write(twin, core):

@@ -66,7 +66,8 @@ def test_bookmarks_arrive_when_asked_for(twin, core):
            "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan")
     with urllib.request.urlopen(url, timeout=10) as resp:
         events = [json.loads(line) for line in resp.read().splitlines() if line.strip()]
-    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK", "BOOKMARK"]
-    assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
-    assert events[2]["object"]["metadata"]["resourceVersion"] == core.list_namespaced_config_map(
+    # the initial events: "a" and the namespace's root-CA ConfigMap
+    assert [e["type"] for e in events] == ["ADDED", "ADDED", "BOOKMARK", "BOOKMARK"]
+    assert events[2]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert events[3]["object"]["metadata"]["resourceVersion"] == core.list_namespaced_config_map(
         "default").metadata.resource_version

@@ -30,7 +30,8 @@ def test_watch_from_a_resource_version_sees_added_modified_deleted(core):
 
 def test_watch_without_resource_version_starts_with_current_objects(core):
     core.create_namespaced_config_map("default", {"metadata": {"name": "there"}})
-    assert collect(core.list_namespaced_config_map, "default", stop_after=1) == [("ADDED", "there")]
+    assert collect(core.list_namespaced_config_map, "default", stop_after=2) == [
+        ("ADDED", "kube-root-ca.crt"), ("ADDED", "there")]
 
 
 def test_live_events_arrive_while_watching(core):
