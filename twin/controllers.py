@@ -76,6 +76,8 @@ class Controllers:
         store.subscribe("namespaces", self._on_namespace)
         if root_ca is not None:
             store.subscribe("configmaps", self._on_configmap)
+        store.subscribe(objects.APISERVICES, lambda e, svc: self._apiservice(e, svc))
+        store.subscribe("services", lambda e, svc: self._apiservices_of(svc))
 
     # -- namespaces ------------------------------------------------------------------------
     def _on_namespace(self, etype: str, ns: dict) -> None:
@@ -124,6 +126,36 @@ class Controllers:
                                  patch_type="json", field_manager=CONTROLLER_MANAGER)
             except ApiError:
                 pass  # deleted meanwhile: the DELETED event republishes it
+
+    # -- APIService availability: the twin proxies to no aggregated server ---------------------
+    def _apiservices_of(self, service: dict) -> None:
+        md = service["metadata"]
+        for api in self.store.list(objects.APISERVICES):
+            ref = (api.get("spec") or {}).get("service") or {}
+            if (ref.get("namespace"), ref.get("name")) == (md["namespace"], md["name"]):
+                self._apiservice("MODIFIED", api)
+
+    def _apiservice(self, etype: str, api: dict) -> None:
+        ref = (api.get("spec") or {}).get("service")
+        if etype == "DELETED" or not isinstance(ref, dict):
+            return  # a local one was made Available when it was created
+        name, ns = ref.get("name", ""), ref.get("namespace", "")
+        try:
+            self.store.get("services", ns, name)
+        except ApiError:
+            reason, message = "ServiceNotFound", f'service/{name} in "{ns}" is not present'
+        else:  # the twin keeps no Endpoints, so a Service never has any to proxy to
+            reason, message = "EndpointsNotFound", f'cannot find endpoints for service/{name} in "{ns}"'
+        conditions = (api.get("status") or {}).get("conditions") or []
+        old = next((c for c in conditions if c.get("type") == "Available"), {})
+        if (old.get("status"), old.get("reason"), old.get("message")) == ("False", reason, message):
+            return
+        since = old.get("lastTransitionTime") if old.get("status") == "False" else None
+        available = {"type": "Available", "status": "False",
+                     "lastTransitionTime": since or objects.timestamp(self.store.clock.wall()),
+                     "reason": reason, "message": message}
+        api = {**api, "metadata": {**api["metadata"], "namespace": None}}
+        self._patch_status(objects.APISERVICES, api, {"conditions": [available]})
 
     # -- pods changing → owners react ----------------------------------------------------------
     def _on_pod(self, etype: str, pod: dict) -> None:

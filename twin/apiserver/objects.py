@@ -99,8 +99,8 @@ def generate_name(prefix: str, rng: random.Random) -> str:
     return prefix[:58] + "".join(rng.choice(alphabet) for _ in range(5))
 
 
-def apply_defaults(resource_key: str, obj: dict, rng: random.Random) -> None:
-    """Fill the fields a real API server defaults on create."""
+def apply_defaults(resource_key: str, obj: dict, rng: random.Random, now: str) -> None:
+    """Fill the fields a real API server defaults on create (`now`: the creation timestamp)."""
     spec = obj.setdefault("spec", {}) if resource_key in _HAS_SPEC else obj.get("spec")
     if resource_key == "pods":
         _default_pod(obj, spec)
@@ -131,6 +131,23 @@ def apply_defaults(resource_key: str, obj: dict, rng: random.Random) -> None:
         obj["status"] = {"loadBalancer": {}}
     elif resource_key in WORKLOADS:
         _default_workload(resource_key, obj, spec)
+    elif resource_key == APISERVICES:
+        _default_apiservice(obj, now)
+
+
+APISERVICES = "apiservices.apiregistration.k8s.io"
+
+
+def _default_apiservice(obj: dict, now: str) -> None:
+    """A created APIService starts with no status; one served locally (no `service`) is Available
+    at once, as the aggregator's create strategy makes it; a Service's port defaults to 443."""
+    spec = obj.get("spec") or {}
+    if isinstance(spec.get("service"), dict):
+        spec["service"].setdefault("port", 443)
+        obj["status"] = {}
+    else:
+        obj["status"] = {"conditions": [{"type": "Available", "status": "True", "lastTransitionTime": now,
+                                         "reason": "Local", "message": "Local APIServices are always available"}]}
 
 
 _HAS_SPEC = {"pods", "namespaces", "services", "customresourcedefinitions.apiextensions.k8s.io"}
@@ -215,6 +232,13 @@ def kind_problems(resource_key: str, obj: dict) -> list[tuple[str, str, str]]:
     elif resource_key in WORKLOADS:
         template_spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
         causes += _image_problems(template_spec, "spec.template.spec")
+    if resource_key == APISERVICES:
+        spec = obj.get("spec") or {}
+        required = f"{spec.get('version', '')}.{spec.get('group', '')}"
+        if obj["metadata"].get("name") != required:
+            causes.append(("FieldValueInvalid", "metadata.name",
+                           f'Invalid value: "{obj["metadata"].get("name")}": must be '
+                           f'`spec.version+"."+spec.group`: "{required}"'))
     if resource_key == "jobs.batch":
         policy = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("restartPolicy")
         if policy not in ("OnFailure", "Never"):

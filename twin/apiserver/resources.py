@@ -69,6 +69,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", False),
     _t("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", False),
     _t("coordination.k8s.io", "leases", "Lease", True),
+    _t("apiregistration.k8s.io", "apiservices", "APIService", False, (), ("status",)),
     ResourceType("authorization.k8s.io", ("v1",), "selfsubjectaccessreviews", "SelfSubjectAccessReview", False,
                  "selfsubjectaccessreview", verbs=("create",)),
     _t("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", False,

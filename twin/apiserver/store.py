@@ -139,7 +139,7 @@ class Store:
                 raise already_exists(rtype.plural, rtype.group, name)
             for k in ("resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
                 md.pop(k, None)
-            objects.apply_defaults(rtype.key, obj, self._rng)
+            objects.apply_defaults(rtype.key, obj, self._rng, objects.timestamp(self.clock.wall()))
             self._validate(rtype, obj, version, strict, warnings)
             md.update(uid=str(uuidlib.UUID(int=self._rng.getrandbits(128), version=4)),
                       creationTimestamp=objects.timestamp(self.clock.wall()))

@@ -52,6 +52,18 @@ def _pod_cells(pod: dict) -> list[Any]:
     return [f"{ready}/{total}", phase, restarts]
 
 
+def _apiservice_backend(api: dict) -> str:
+    ref = _spec(api).get("service")
+    return f"{ref.get('namespace')}/{ref.get('name')}" if isinstance(ref, dict) else "Local"
+
+
+def _availability(api: dict) -> str:
+    for c in _status(api).get("conditions") or []:
+        if c.get("type") == "Available":
+            return c["status"] if c.get("status") == "True" or not c.get("reason") else f"{c['status']} ({c['reason']})"
+    return "Unknown"
+
+
 def _path(obj: dict, json_path: str) -> Any:
     cur: Any = obj
     for part in json_path.strip(".").split("."):
@@ -158,6 +170,9 @@ PRINTERS: dict[str, Printer] = {
     "leases.coordination.k8s.io": ([_col("Holder"), _col("Age")],
                                    lambda o, now: [_spec(o).get("holderIdentity", ""),
                                                    _age(o["metadata"].get("creationTimestamp"), now)]),
+    "apiservices.apiregistration.k8s.io": ([_col("Service"), _col("Available"), _col("Age")],
+                                           lambda o, now: [_apiservice_backend(o), _availability(o),
+                                                           _age(o["metadata"].get("creationTimestamp"), now)]),
     "rolebindings.rbac.authorization.k8s.io": (
         [_col("Role"), _col("Age")],
         lambda o, now: [f"{(o.get('roleRef') or {}).get('kind')}/{(o.get('roleRef') or {}).get('name')}",
