@@ -13,8 +13,9 @@ from stepgraph.dsl import CheckFailed, align_multiset, multiset_equal
 from ._parsers import parse_watts_list
 
 
-def require_caps_multiset(what: str, expected: str, observed: Mapping[int, int]) -> None:
-    """Raise CheckFailed unless the observed per-GPU caps are the `expected` list ("350, 325×3, …") in any order."""
+def require_caps_multiset(what: str, expected: str, observed: Mapping[int, int | None]) -> None:
+    """Raise CheckFailed unless the observed per-GPU caps are the `expected` list ("350, 325×3, …") in any order.
+    A GPU whose cap could not be read is None: it matches no expected cap."""
     wanted = parse_watts_list(expected)
     result = multiset_equal(wanted, observed.values())
     if not result:

@@ -442,7 +442,7 @@ def restart_pod(ctx: StepContext, params: RestartParams) -> dict[str, Any]:
     """
     c = cluster(ctx)
     old = c.api.sanitize_for_serialization(c.pod(params.pod))
-    original = {
+    original: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {k: old["metadata"][k] for k in ("name", "namespace", "labels", "annotations") if k in old["metadata"]},
