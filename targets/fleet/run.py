@@ -60,7 +60,7 @@ class FleetRun:
     # -- the run ----------------------------------------------------------------------------
     def run(self, nodes: list[dict[str, str | None]]) -> list[NodeOutcome]:
         """`nodes`: `{"name", "hostname"}` each. Returns one outcome per node, in order."""
-        outcomes = {n["name"]: NodeOutcome(str(n["name"])) for n in nodes}
+        outcomes = {str(n["name"]): NodeOutcome(str(n["name"])) for n in nodes}
         try:
             if self.settings.service_account is None:
                 self._ensure_rbac()
