@@ -20,8 +20,8 @@ class NodeRuntimes:
     def _of(self, pod: dict) -> Kubelet:
         return self.kubelets.get((pod.get("spec") or {}).get("nodeName") or "", self._first)
 
-    def logs(self, pod: dict, container: str) -> list[tuple[float, str]]:
-        return self._of(pod).logs(pod, container)
+    def logs(self, pod: dict, container: str, previous: bool = False) -> list[tuple[float, str]]:
+        return self._of(pod).logs(pod, container, previous)
 
     def ensure_running(self, pod: dict, container: str) -> None:
         self._of(pod).ensure_running(pod, container)

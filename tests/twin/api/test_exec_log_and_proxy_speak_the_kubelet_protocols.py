@@ -8,6 +8,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 
+from stepgraph.twin import NodeConfig
 from stepgraph.twin.workloads import ExecResult, Workload
 
 
@@ -158,3 +159,19 @@ def test_pod_proxy_reaches_the_workload_http_endpoint(running):
     with pytest.raises(ApiException) as err:
         running.connect_get_namespaced_pod_proxy_with_path("p:9100", "default", "nothing-here")
     assert err.value.status == 503
+
+
+@pytest.mark.twin(nodes=[NodeConfig(name="gpu-a"), NodeConfig(name="gpu-b", labels={"role": "second"})])
+@pytest.mark.parametrize("previous", [False, True])
+def test_logs_on_a_multi_node_twin_take_the_same_options(twin, core, make_pod, previous):
+    # The pod's kubelet answers; --previous of a first instance is the kubelet's 400, as on one node.
+    core.create_namespaced_pod("default", make_pod("p", node_selector={"role": "second"}))
+    twin.clock.sleep(3)
+    assert core.read_namespaced_pod("p", "default").spec.node_name == "gpu-b"
+    if not previous:
+        assert core.read_namespaced_pod_log("p", "default") == ""
+        return
+    with pytest.raises(ApiException) as err:
+        core.read_namespaced_pod_log("p", "default", previous=True)
+    assert err.value.status == 400
+    assert json.loads(err.value.body)["message"] == 'previous terminated container "main" in pod "p" not found'
