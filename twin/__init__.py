@@ -83,9 +83,9 @@ class Twin:
             inventory = GpuInventory.generate(cfg.gpu_count, self.rng(tag + "gpu-uuids"))
             host = Host(self.rng(tag + "pids"), cfg.cgroup_driver)
             allocator = DeviceAllocator(inventory, self.rng(tag + "device-plugin"), cfg.gpu_assignment)
-            node = Node(cfg, inventory, host, allocator)
-            self.nodes.append(node)
-            self.kubelets[node.name] = Kubelet(self.store, node, self.clock, self.workloads, self.rng(tag + "kubelet"),
+            twin_node = Node(cfg, inventory, host, allocator)
+            self.nodes.append(twin_node)
+            self.kubelets[twin_node.name] = Kubelet(self.store, twin_node, self.clock, self.workloads, self.rng(tag + "kubelet"),
                                                host_ip=node_ip(i), pod_ips=pod_ips)
         self.node = self.nodes[0]
         self.config = self.node.config

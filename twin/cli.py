@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 from . import Twin
 from .apiserver.kubeconfig import write_kubeconfig
@@ -25,7 +26,7 @@ from .node import NodeConfig
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints usage too)
         self.exit(2, f"stepgraph twin: {message} — see `stepgraph twin up --help`\n")
 
 

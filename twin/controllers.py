@@ -84,7 +84,7 @@ class Controllers:
         if etype != "ADDED":
             return
         name = ns["metadata"]["name"]
-        bootstrap = [("serviceaccounts", {"metadata": {"name": "default"}})]
+        bootstrap: list[tuple[str, dict[str, Any]]] = [("serviceaccounts", {"metadata": {"name": "default"}})]
         if name == "default":  # the API server's own Service, as every cluster has it
             bootstrap.append(("services", {
                 "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},

@@ -12,9 +12,11 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+ApiFaultKind = Literal["429", "500", "503", "reset", "latency", "watch_drop"]
 
 
 class FaultSwitches(BaseModel):
@@ -87,8 +89,8 @@ class FaultSwitches(BaseModel):
         description="The share of Kubernetes API requests (REST, exec, watch) that meet one of the "
         "`api_fault_kinds`, chosen at random from the world's seed: 0.05 is one request in twenty.",
     )
-    api_fault_kinds: list[Literal["429", "500", "503", "reset", "latency", "watch_drop"]] = Field(
-        default_factory=lambda: ["429", "500", "503", "reset", "latency", "watch_drop"],
+    api_fault_kinds: list[ApiFaultKind] = Field(
+        default_factory=lambda: list(get_args(ApiFaultKind)),
         description="Which faults a faulted request meets (one at random): `429` TooManyRequests "
         "with Retry-After: 1, `500` InternalError, `503` ServiceUnavailable (all before the request "
         "is handled, as an overloaded API server or a proxy answers), `reset` the connection closed "

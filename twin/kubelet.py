@@ -21,6 +21,7 @@ Life of a pod here:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import random
@@ -177,15 +178,16 @@ class Kubelet:
 
     def _run_container(self, rec: PodRecord, pod: dict, spec: dict) -> None:
         c = rec.containers[spec["name"]]
+        container = c.name
         visible = self.node.visible_gpus(pod, spec)
         procs = [self.node.host.spawn(rec.uid, plan.cmdline, qos_class=qos_class_of(pod), container=c.name,
                                       gpus=plan.gpus, gpu_memory_bytes=DEFAULT_GPU_MEMORY)
                  for plan in plan_contexts(pod, spec, visible)]
         c.ctx = WorkloadContext(pod=pod, container=spec, node=self.node, host=self.node.host, gpus=visible,
                                 clock=self.clock, store=self.store, processes=procs,
-                                log=lambda line, name=c.name: self._log(rec, name, str(line)),
-                                exit=lambda code, name=c.name: self._container_exit(rec.uid, name, code),
-                                set_ready=lambda ready, name=c.name: self._set_ready(rec.uid, name, ready))
+                                log=lambda line: self._log(rec, container, str(line)),
+                                exit=functools.partial(self._container_exit, rec.uid, container),
+                                set_ready=functools.partial(self._set_ready, rec.uid, container))
         c.workload = self.registry.create(pod, spec)
         c.ready = c.workload.ready_on_start
         c.state, c.reason, c.message, c.started_at = "running", "", "", timestamp(self.clock.wall())
@@ -314,6 +316,7 @@ class Kubelet:
         for c in running:
             self.store.record_event(pod, "Killing", f"Stopping container {c.name}", component=KUBELET)
         for c in running:
+            assert c.workload is not None and c.ctx is not None  # both checked above
             needs = c.workload.stop(c.ctx, True)
             if needs is None or needs <= 0:
                 self._container_exit(uid, c.name, 0)
@@ -419,11 +422,11 @@ class Kubelet:
         rec = self._pods.get(pod["metadata"]["uid"])
         c = rec.containers.get(container) if rec else None
         if previous:
-            if c is None or container not in rec.previous_logs:
+            if rec is None or c is None or container not in rec.previous_logs:
                 raise ApiError(400, f'previous terminated container "{container}" in pod "{pod["metadata"]["name"]}" '
                                     "not found", "BadRequest")
             return list(rec.previous_logs[container])
-        if c is None or (c.state == "waiting" and not rec.logs.get(container)):
+        if rec is None or c is None or (c.state == "waiting" and not rec.logs.get(container)):
             reason = c.reason if c else "ContainerCreating"
             raise ApiError(400, f'container "{container}" in pod "{pod["metadata"]["name"]}" is waiting to start: '
                                 f"{reason}", "BadRequest")
@@ -441,6 +444,7 @@ class Kubelet:
 
     def exec(self, pod: dict, container: str, argv: list[str], stdin: bytes | None) -> ExecResult:
         c = self._running(pod, container)
+        assert c.workload is not None and c.ctx is not None  # a running container has both
         try:
             return c.workload.exec(c.ctx, argv, stdin)
         except Exception:  # a broken workload is an exec failure, not a server crash
@@ -455,6 +459,7 @@ class Kubelet:
                     c = self._running(pod, spec["name"])
                 except ApiError:
                     continue
+                assert c.workload is not None and c.ctx is not None  # a running container has both
                 answer = c.workload.http_get(c.ctx, port or (ports[0] if ports else 80), path)
                 if answer is not None:
                     return answer

@@ -14,6 +14,10 @@ import random
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .host import Host
 
 GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_NODE_NAME = "twin-gpu-node"
@@ -147,7 +151,7 @@ def env_value(container: dict, name: str) -> str | None:
 class Node:
     """One GPU node: config, inventory, host process table and device plugin, all seeded."""
 
-    def __init__(self, config: NodeConfig, inventory: GpuInventory, host: object, allocator: DeviceAllocator) -> None:
+    def __init__(self, config: NodeConfig, inventory: GpuInventory, host: Host, allocator: DeviceAllocator) -> None:
         self.config = config
         self.name = config.name
         self.inventory = inventory

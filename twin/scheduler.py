@@ -16,7 +16,7 @@ from .node import GPU_RESOURCE, Node, gpu_request
 SCHEDULER = "default-scheduler"
 
 
-def tolerates(tolerations: list[dict], taint: dict) -> bool:
+def tolerates(tolerations: list[dict] | None, taint: dict) -> bool:
     for t in tolerations or []:
         if t.get("effect") and t["effect"] != taint.get("effect"):
             continue

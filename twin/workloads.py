@@ -74,6 +74,9 @@ class StoreAPI(Protocol):
     def delete(self, resource: str, namespace: str | None, name: str, *,
                grace_period_seconds: int | None = None) -> dict | None: ...
 
+    def record_event(self, involved: dict, reason: str, message: str, *, type: str = "Normal",
+                     component: str = "twin") -> dict: ...
+
     def subscribe(self, resource: str, fn: Callable[[str, dict], None]) -> Callable[[], None]:
         """Call `fn(event_type, obj)` after every ADDED/MODIFIED/DELETED; returns unsubscribe."""
         ...

@@ -15,6 +15,7 @@ Bad input is an error naming the file, line and column of the offending key
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -321,7 +322,7 @@ def _plain(node: Any) -> Any:
     return node
 
 
-def _describe(filename: str, data: Any, err: dict) -> str:
+def _describe(filename: str, data: Any, err: Mapping[str, Any]) -> str:
     loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "literal[")))]
     line, col = _position(data, loc)
     key = ".".join(str(p) for p in loc) or "(top level)"

@@ -18,6 +18,7 @@ DGD CRD, the operator and the DGDs — all through the in-process store.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,7 @@ class WorldInstaller:
             board = GpuBoard.build(node.name, spec.sku, list(node.inventory.uuids), node.host)
             boards.append(board)
             directory.add(NodeDevices(board, node_faults, dcgm_order=spec.dcgm_order))
-            node_faults.subscribe(lambda switches, node=node: _mirror_node_switches(node, switches))
+            node_faults.subscribe(functools.partial(_mirror_node_switches, node))
             _mirror_node_switches(node, node_faults.as_dict())
         register_gpu_workloads(twin.workloads, directory, faults, world.agent.generation,
                                world.operator.planner_generation, agent_tick_seconds=world.timing.agent_tick_seconds,

@@ -62,7 +62,7 @@ class Dispatcher:
                         if not self._pending:
                             return
                         resource, etype, obj = self._pending.popleft()
-                        subs = [functools.partial(f, resource) for f in self._any]
+                        subs: list[Subscriber] = [functools.partial(f, resource) for f in self._any]
                         subs += self._subs.get(resource, ())
                     for fn in subs:
                         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 REASONS = {
     400: "BadRequest",
     401: "Unauthorized",
@@ -29,7 +31,7 @@ class ApiError(Exception):
         self.code = code
         self.message = message
         self.reason = reason or REASONS.get(code, "Unknown")
-        self.details = {k: v for k, v in (("name", name), ("group", group), ("kind", kind)) if v}
+        self.details: dict[str, Any] = {k: v for k, v in (("name", name), ("group", group), ("kind", kind)) if v}
         if causes:
             self.details["causes"] = causes
 

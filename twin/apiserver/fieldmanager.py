@@ -40,8 +40,10 @@ def leaves(obj: Any, prefix: Path = ()) -> dict[Path, Any]:
                 out |= leaves(v, path)
             elif isinstance(v, list) and v and all(_item_key(i) for i in v):
                 for item in v:
-                    out[(*path, _item_key(item))] = None  # the item itself
-                    out |= leaves({k2: v2 for k2, v2 in item.items() if k2 != "name"}, (*path, _item_key(item)))
+                    key = _item_key(item)
+                    assert key is not None  # every item has one (checked above)
+                    out[(*path, key)] = None  # the item itself
+                    out |= leaves({k2: v2 for k2, v2 in item.items() if k2 != "name"}, (*path, key))
             else:
                 out[path] = v
     return out

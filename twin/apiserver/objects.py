@@ -10,6 +10,7 @@ import copy
 import random
 import re
 from datetime import UTC, datetime
+from typing import Any
 
 from .errors import invalid
 from .resources import ResourceType
@@ -101,7 +102,7 @@ def generate_name(prefix: str, rng: random.Random) -> str:
 
 def apply_defaults(resource_key: str, obj: dict, rng: random.Random, now: str) -> None:
     """Fill the fields a real API server defaults on create (`now`: the creation timestamp)."""
-    spec = obj.setdefault("spec", {}) if resource_key in _HAS_SPEC else obj.get("spec")
+    spec: Any = obj.setdefault("spec", {}) if resource_key in _HAS_SPEC else obj.get("spec")
     if resource_key == "pods":
         _default_pod(obj, spec)
     elif resource_key == "namespaces":

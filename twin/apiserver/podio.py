@@ -122,7 +122,7 @@ def status_for(exit_code: int, argv: list[str]) -> dict:
             "details": {"causes": [{"reason": "ExitCode", "message": str(exit_code)}]}}
 
 
-async def handle_exec(request: web.Request, store: Store, runtime: PodRuntime, namespace: str, name: str) -> web.StreamResponse:
+async def handle_exec(request: web.Request, store: Store, runtime: PodRuntime, namespace: str | None, name: str) -> web.StreamResponse:
     q = request.query
     pod = store.get("pods", namespace, name)
     argv = q.getall("command", [])

@@ -47,6 +47,13 @@ class Target:
     sub: str | None
     tail: str
 
+    @property
+    def named(self) -> str:
+        """The object's name, for the verbs of a path that names one (get, update, patch, delete)."""
+        if self.name is None:
+            raise bad_request(f"this request needs the name of a {self.rtype.kind}")
+        return self.name
+
 
 def parse_path(store: Store, path: str) -> Target | dict:
     """A resource path → Target, or a discovery document for discovery paths."""
@@ -190,17 +197,17 @@ async def handle_resource(request: web.Request, store: Store, target: Target,
     strict = q.get("fieldValidation") == "Strict"
     dry_run = _dry_run(q)
     warnings: list[str] = []
-    rt, ns, name, version = target.rtype, target.namespace, target.name, target.version
+    rt, ns, version = target.rtype, target.namespace, target.version
     if verb in ("get", "list") and tables.wants_table(request.headers.get("Accept", "")):
         if verb == "get":
-            items, rv = [store.get(rt, ns, name, version=version)], store.resource_version
+            items, rv = [store.get(rt, ns, target.named, version=version)], store.resource_version
         else:
             items, rv = store.list_with_version(rt, ns, label_selector=q.get("labelSelector"),
                                                 field_selector=q.get("fieldSelector"), version=version)
         return _json(tables.table(rt, items, rv, store.clock.wall(), rt.printer_columns.get(version),
                                   q.get("includeObject", "Metadata")))
     if verb == "get":
-        return _json(store.get(rt, ns, name, version=version))
+        return _json(store.get(rt, ns, target.named, version=version))
     if verb == "list":
         return _list(request, store, target)
     if verb == "watch":
@@ -215,7 +222,7 @@ async def handle_resource(request: web.Request, store: Store, target: Target,
     if verb == "update":
         body = await read_body(request)
         check_kind(body, target)
-        obj = store.replace(rt, ns, name, body, subresource=target.sub, version=version, strict=strict,
+        obj = store.replace(rt, ns, target.named, body, subresource=target.sub, version=version, strict=strict,
                             warnings=warnings, dry_run=dry_run, field_manager=q.get("fieldManager"))
         return _json(obj, 200, warnings)
     if verb == "patch":
@@ -223,15 +230,15 @@ async def handle_resource(request: web.Request, store: Store, target: Target,
             raise ApiError(415, f"the body of the request was in an unknown format - accepted media types include: "
                                 f"{', '.join(patches.PATCH_TYPES)}", "UnsupportedMediaType")
         body = await read_body(request)
-        existed = request.content_type != patches.APPLY_PATCH or _exists(store, rt, ns, name)
-        obj = store.patch(rt, ns, name, body, patch_type=request.content_type, subresource=target.sub,
+        existed = request.content_type != patches.APPLY_PATCH or _exists(store, rt, ns, target.named)
+        obj = store.patch(rt, ns, target.named, body, patch_type=request.content_type, subresource=target.sub,
                           version=version, strict=strict, warnings=warnings, dry_run=dry_run,
                           field_manager=q.get("fieldManager"), force=_flag(request, "force"))
         return _json(obj, 200 if existed else 201, warnings)
     if verb == "delete":
         opts = await _delete_options(request)
         grace = opts.get("gracePeriodSeconds")
-        obj, gone = store.delete(rt, ns, name, grace_period_seconds=grace, preconditions=opts.get("preconditions"),
+        obj, gone = store.delete(rt, ns, target.named, grace_period_seconds=grace, preconditions=opts.get("preconditions"),
                                  propagation=opts.get("propagationPolicy"), version=version,
                                  dry_run=dry_run or opts.get("dryRun") == ["All"])
         if rt.key in objects.DEFAULT_PROPAGATION and not opts.get("propagationPolicy"):

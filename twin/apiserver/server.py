@@ -107,7 +107,7 @@ class ApiServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self._port or free_port())
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # the port actually bound
+        self.port = self._runner.addresses[0][1]  # the port actually bound
         self._app = app
 
     def serve_tls(self, context: ssl.SSLContext) -> int:
@@ -119,15 +119,17 @@ class ApiServer:
 
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))  # bound here and handed over: no window for another process to take it
+        runner = self._runner
 
         async def start() -> int:
-            await web.SockSite(self._runner, sock, ssl_context=context).start()
+            await web.SockSite(runner, sock, ssl_context=context).start()
             return sock.getsockname()[1]
         self.https_port = asyncio.run_coroutine_threadsafe(start(), self._loop).result(timeout=30)
         return self.https_port
 
     async def _shutdown(self) -> None:
-        for queue in list(self._app[rest.WATCH_QUEUES_KEY]):
+        queues = self._app[rest.WATCH_QUEUES_KEY]
+        for queue in list(queues):
             queue.put_nowait(None)
         if self._runner is not None:
             await self._runner.cleanup()
@@ -188,13 +190,13 @@ class ApiServer:
         if target.sub == "log":
             if request.method != "GET":
                 raise ApiError(405, f"{request.method} is not supported on pods/log", "MethodNotAllowed")
-            pod = self.store.get("pods", ns, target.name)
+            pod = self.store.get("pods", ns, target.named)
             return await podio.handle_log(request, self.runtime, pod, self.store.clock.wall())
         if target.sub in ("exec", "attach"):
             if target.sub == "attach":
                 raise bad_request("attach is not supported by the twin; use exec")
-            return await podio.handle_exec(request, self.store, self.runtime, ns, target.name)
-        name, port = podio.parse_proxy_name(target.name)
+            return await podio.handle_exec(request, self.store, self.runtime, ns, target.named)
+        name, port = podio.parse_proxy_name(target.named)
         pod = self.store.get("pods", ns, name)
         return await self._proxy_to(pod, port, target.tail, f"{name}:{port}")
 
@@ -213,7 +215,7 @@ class ApiServer:
         """services/NAME[:PORT]/proxy/…: to a running pod the Service selects, on the target port."""
         if self.runtime is None:
             raise resource_missing()
-        name, port = podio.parse_proxy_name(target.name)
+        name, port = podio.parse_proxy_name(target.named)
         svc = self.store.get("services", target.namespace, name)
         spec = svc.get("spec") or {}
         ports = spec.get("ports") or []

@@ -13,6 +13,7 @@ events they cause are queued behind the current ones, so every subscriber sees o
 
 from __future__ import annotations
 
+import builtins  # Store.list shadows the builtin in its own annotations
 import copy
 import random
 import threading
@@ -91,14 +92,14 @@ class Store:
 
     def list_with_version(self, resource: str | ResourceType, namespace: str | None = None, *,
                           label_selector: str | None = None, field_selector: str | None = None,
-                          version: str | None = None) -> tuple[list[dict], str]:
+                          version: str | None = None) -> tuple[builtins.list[dict], str]:
         rtype = self.rtype(resource)
         with self._lock:
             items = [self.out(rtype, o, version) for o in self._matching(rtype, namespace, label_selector, field_selector)]
             return items, str(self._rv)
 
     def list_json(self, resource: str | ResourceType, namespace: str | None = None, *,
-                  label_selector: str | None = None, field_selector: str | None = None) -> tuple[list[str], str]:
+                  label_selector: str | None = None, field_selector: str | None = None) -> tuple[builtins.list[str], str]:
         """Like `list_with_version`, but each item already JSON-encoded without kind/apiVersion (as
         list items are served): no deep copies, which is what makes large LISTs cheap."""
         rtype = self.rtype(resource)
@@ -108,7 +109,7 @@ class Store:
             return items, str(self._rv)
 
     def _matching(self, rtype: ResourceType, namespace: str | None, label_selector: str | None,
-                  field_selector: str | None) -> list[dict]:
+                  field_selector: str | None) -> builtins.list[dict]:
         labels = parse_label_selector(label_selector)
         fields = parse_field_selector(field_selector, rtype.plural)
         return [o for (ns, _), o in sorted(self._bucket(rtype).items())
@@ -116,7 +117,7 @@ class Store:
 
     # -- writes ---------------------------------------------------------------------------
     def create(self, resource: str | ResourceType, namespace: str | None, body: dict, *,
-               version: str | None = None, strict: bool = False, warnings: list[str] | None = None,
+               version: str | None = None, strict: bool = False, warnings: builtins.list[str] | None = None,
                dry_run: bool = False) -> dict:
         """Create; `dry_run` runs every check and default and stores nothing (`?dryRun=All`)."""
         rtype = self.rtype(resource)
@@ -157,7 +158,7 @@ class Store:
 
     def replace(self, resource: str | ResourceType, namespace: str | None, name: str, body: dict, *,
                 subresource: str | None = None, version: str | None = None, strict: bool = False,
-                warnings: list[str] | None = None, dry_run: bool = False, field_manager: str | None = None) -> dict:
+                warnings: builtins.list[str] | None = None, dry_run: bool = False, field_manager: str | None = None) -> dict:
         rtype = self.rtype(resource)
         if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict):
             raise bad_request("the body of the request was in an unknown format")
@@ -179,7 +180,7 @@ class Store:
 
     def patch(self, resource: str | ResourceType, namespace: str | None, name: str, patch: Any, *,
               patch_type: str = "merge", subresource: str | None = None, version: str | None = None,
-              strict: bool = False, warnings: list[str] | None = None, dry_run: bool = False,
+              strict: bool = False, warnings: builtins.list[str] | None = None, dry_run: bool = False,
               field_manager: str | None = None, force: bool = False) -> dict:
         """Patch with one of `merge`, `strategic`, `json`, `apply` (or their content types); an
         apply patch of a missing object creates it, as server-side apply does."""
@@ -345,7 +346,7 @@ class Store:
                                                        "field": "metadata.namespace"}])
 
     def _validate(self, rtype: ResourceType, obj: dict, version: str | None, strict: bool,
-                  warnings: list[str] | None) -> None:
+                  warnings: builtins.list[str] | None) -> None:
         version = version or rtype.storage_version
         if rtype.builtin:
             causes, unknown = schemas.validate(rtype.group, version, rtype.kind, obj)

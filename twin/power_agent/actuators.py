@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable
+from typing import Protocol
 
 from ..dcgm import (
     AGENT_GROUP_PREFIX,
@@ -19,7 +20,6 @@ from ..dcgm import (
     DCGM_FI_DEV_POWER_MGMT_LIMIT_MAX,
     DCGM_FI_DEV_POWER_MGMT_LIMIT_MIN,
     DCGM_ST_CONNECTION_NOT_VALID,
-    DcgmConnection,
     DcgmError,
 )
 from .metrics import AgentMetrics
@@ -28,8 +28,25 @@ from .state import ManagedState
 Log = Callable[[str, str], None]  # (level, message)
 
 
+class DcgmCalls(Protocol):
+    """The hostengine calls the DCGM actuator makes: the twin's DcgmConnection in process, or the
+    reference agent's connection through the DCGM Python bindings."""
+
+    def get_all_gpu_ids(self) -> list[int]: ...
+    def gpu_uuid(self, gpu_id: int, /) -> str: ...
+    def latest_values(self, gpu_id: int, field_ids: list[int], /) -> dict[int, float]: ...
+    def create_group(self, name: str, /) -> int: ...
+    def add_gpu(self, group_id: int, gpu_id: int, /) -> None: ...
+    def config_set_power_limit(self, group_id: int, watts: int, /) -> None: ...
+    def config_enforce(self, group_id: int, /) -> None: ...
+    def close(self) -> None: ...
+
+
 class _Base:
     name = "base"
+    # what each actuator reads its own way (declared for the shared clamp and record)
+    constraints_w: Callable[[int], tuple[int, int] | None]
+    uuid: Callable[[int], str]
 
     def __init__(self, nvml: types.ModuleType, metrics: AgentMetrics, state: ManagedState, log: Log) -> None:
         self.nvml = nvml
@@ -120,7 +137,7 @@ class DcgmActuator(_Base):
 
     name = "dcgm"
 
-    def __init__(self, connect: Callable[[], DcgmConnection], enforce: bool, *args,
+    def __init__(self, connect: Callable[[], DcgmCalls], enforce: bool, *args,
                  reconnect_disabled: Callable[[], bool] = lambda: False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._connect = connect

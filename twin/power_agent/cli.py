@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass
+from typing import NoReturn
 
 GENERATION_ENV = "TWIN_AGENT_GENERATION"  # which generation the agent program plays (its image's ENV)
 _VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
@@ -50,7 +51,7 @@ def _strict_bool(text: str) -> bool:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # never sys.exit inside the twin
+    def error(self, message: str) -> NoReturn:  # never sys.exit inside the twin
         raise CliError(message)
 
 

@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+from typing import Any
 
 from stepgraph.twin.dcgm import (
     DCGM_FI_DEV_POWER_MGMT_LIMIT,
@@ -88,7 +89,7 @@ class PydcgmConnection:
         self.handle = self._call(lambda: pydcgm.DcgmHandle(ipAddress=f"{host}:{port}",
                                                             opMode=dcgm_structs.DCGM_OPERATION_MODE_AUTO,
                                                             persistAfterDisconnect=False, timeoutMs=5000))
-        self._groups: dict[int, object] = {}
+        self._groups: dict[int, Any] = {}  # pydcgm's DcgmGroup objects
 
     def _call(self, fn):
         try:

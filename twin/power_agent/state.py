@@ -102,7 +102,7 @@ def host_path_for(pod: dict, container: dict, container_path: str) -> str | None
 class ManagedState:
     """In-memory managed indices + the persisted UUID set, loaded defensively."""
 
-    def __init__(self, files: HostFiles | None, path: str | None) -> None:
+    def __init__(self, files: HostFiles, path: str | None) -> None:
         self._files = files if path else HostFiles()  # no hostPath → container-local, lost on exit
         self._path = path or posixpath.join(STATE_DIR, STATE_FILE)
         self.indices: set[int] = set()

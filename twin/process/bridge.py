@@ -231,11 +231,15 @@ def _dcgm_call(conn: _Connection, request: dict) -> object:
     if op == "group_create":
         return dcgm.create_group(str(request["name"]))
     if op == "group_add_gpu":
-        return dcgm.add_gpu(int(request["group"]), int(request["gpu"]))
+        dcgm.add_gpu(int(request["group"]), int(request["gpu"]))
+        return None
     if op == "group_destroy":
-        return dcgm.destroy_group(int(request["group"]))
+        dcgm.destroy_group(int(request["group"]))
+        return None
     if op == "config_set_power":
-        return dcgm.config_set_power_limit(int(request["group"]), int(request["watts"]))
+        dcgm.config_set_power_limit(int(request["group"]), int(request["watts"]))
+        return None
     if op == "config_enforce":
-        return dcgm.config_enforce(int(request["group"]))
+        dcgm.config_enforce(int(request["group"]))
+        return None
     raise DcgmError(DCGM_ST_GENERIC_ERROR, f"operation {op!r} is not modelled by the twin's hostengine")

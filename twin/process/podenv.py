@@ -101,10 +101,10 @@ ObjectReader = Callable[[str, str, str], dict | None]  # (resource, namespace, n
 
 
 def container_env(pod: Mapping[str, Any], container: Mapping[str, Any], read: ObjectReader,
-                  base: Mapping[str, str] = ()) -> dict[str, str]:
+                  base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The container's variables (after `base`, the ones the runtime sets itself), in spec order."""
     namespace = (pod.get("metadata") or {}).get("namespace", "default")
-    env: dict[str, str] = dict(base)
+    env: dict[str, str] = dict(base or {})
     for source in container.get("envFrom") or []:
         prefix = source.get("prefix", "")
         for kind, resource in (("configMapRef", "configmaps"), ("secretRef", "secrets")):
@@ -128,9 +128,9 @@ def container_env(pod: Mapping[str, Any], container: Mapping[str, Any], read: Ob
         elif "resourceFieldRef" in source:
             env[name] = resource_value(container, source["resourceFieldRef"])
         else:
-            value = _key_ref(source, namespace, read)
-            if value is not None:
-                env[name] = value
+            found = _key_ref(source, namespace, read)
+            if found is not None:
+                env[name] = found
     return env
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from typing import Any
 
 SOCKET_ENV = "STEPGRAPH_VIEW_SOCKET"
 TOKEN_ENV = "STEPGRAPH_VIEW_TOKEN"
@@ -17,8 +18,9 @@ class BridgeGone(ConnectionError):
 class Bridge:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sock = None
-        self._file = None
+        # a socket and its file, made at the first call (socket is imported then, not at start-up)
+        self._sock: Any = None
+        self._file: Any = None
         self._pid = 0
 
     def call(self, *fields: str) -> tuple[int, list[str]]:

@@ -83,15 +83,17 @@ def install_time(rate: float, anchor: str) -> None:
     def now_or(secs: float | None) -> float:
         return wall() if secs is None else secs
 
+    # Replacing the stdlib's clocks is the point here, so the checker's objections are silenced
+    # line by line: the stubs type seconds as float | SupportsIndex, the programs we run pass floats.
     real_localtime, real_gmtime, real_ctime, real_strftime = time.localtime, time.gmtime, time.ctime, time.strftime
-    time.time, time.monotonic, time.perf_counter, time.sleep = wall, monotonic, monotonic, sleep
+    time.time, time.monotonic, time.perf_counter, time.sleep = wall, monotonic, monotonic, sleep  # type: ignore[assignment]
     time.time_ns = lambda: int(wall() * 1e9)
     time.monotonic_ns = time.perf_counter_ns = lambda: int(monotonic() * 1e9)
     time.clock_gettime = clock_gettime
     time.clock_gettime_ns = lambda clk_id: int(clock_gettime(clk_id) * 1e9)
-    time.localtime = lambda secs=None: real_localtime(now_or(secs))
-    time.gmtime = lambda secs=None: real_gmtime(now_or(secs))
-    time.ctime = lambda secs=None: real_ctime(now_or(secs))
+    time.localtime = lambda secs=None: real_localtime(now_or(secs))  # type: ignore[arg-type]
+    time.gmtime = lambda secs=None: real_gmtime(now_or(secs))  # type: ignore[arg-type]
+    time.ctime = lambda secs=None: real_ctime(now_or(secs))  # type: ignore[arg-type]
     time.strftime = lambda fmt, t=None: real_strftime(fmt, real_localtime(wall()) if t is None else t)
 
     real_wait, real_join = threading.Condition.wait, threading.Thread.join
@@ -102,9 +104,9 @@ def install_time(rate: float, anchor: str) -> None:
     def join(self, timeout=None):
         return real_join(self, None if timeout is None else timeout / rate)
 
-    threading.Condition.wait = wait
-    threading.Thread.join = join
-    threading._time = monotonic  # Condition.wait_for and Semaphore deadlines
+    threading.Condition.wait = wait  # type: ignore[method-assign]
+    threading.Thread.join = join  # type: ignore[method-assign]
+    threading._time = monotonic  # type: ignore[attr-defined]  # Condition.wait_for and Semaphore deadlines
 
     # A signal handler that sets an Event (the agents' SIGTERM handler) runs in the main thread,
     # and deadlocks if that thread is inside Event.wait holding the Event's non-reentrant lock.
@@ -116,7 +118,7 @@ def install_time(rate: float, anchor: str) -> None:
         real_event_init(self)
         self._cond = threading.Condition(threading.RLock())
 
-    threading.Event.__init__ = event_init
+    threading.Event.__init__ = event_init  # type: ignore[method-assign]
 
 
 # -- files --------------------------------------------------------------------------------------
