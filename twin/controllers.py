@@ -147,7 +147,7 @@ class Controllers:
         else:  # the twin keeps no Endpoints, so a Service never has any to proxy to
             reason, message = "EndpointsNotFound", f'cannot find endpoints for service/{name} in "{ns}"'
         conditions = (api.get("status") or {}).get("conditions") or []
-        old = next((c for c in conditions if c.get("type") == "Available"), {})
+        old: dict = next((c for c in conditions if c.get("type") == "Available"), {})
         if (old.get("status"), old.get("reason"), old.get("message")) == ("False", reason, message):
             return
         since = old.get("lastTransitionTime") if old.get("status") == "False" else None

@@ -65,7 +65,7 @@ def _split_operators(token: str) -> list[str]:
     """shlex joins neighbouring punctuation (`;\n`, `&&;`); split such a run into operators."""
     if not token or token.strip(_PUNCTUATION):
         return [token]
-    pieces = []
+    pieces: list[str] = []
     while token:
         size = 2 if token[:2] in ("&&", "||") else 1
         if size == 1 and token[0] not in ";\n":
