@@ -25,7 +25,7 @@ from .apiserver.errors import ApiError
 from .apiserver.objects import generate_name
 from .garbage_collector import GarbageCollector
 from .node import Node
-from .scheduler import tolerates
+from .scheduler import selects_node, tolerates
 
 
 def _owner_ref(owner: dict) -> dict:
@@ -234,7 +234,7 @@ class Controllers:
 
     @staticmethod
     def _fits(node: Node, tspec: dict) -> bool:
-        if any(node.config.labels.get(k) != v for k, v in (tspec.get("nodeSelector") or {}).items()):
+        if not selects_node(tspec, node.name, node.config.labels):
             return False
         return all(tolerates(tspec.get("tolerations") or [], t) for t in node.config.taints
                    if t.get("effect") in ("NoSchedule", "NoExecute"))

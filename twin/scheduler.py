@@ -1,4 +1,5 @@
-"""Unbound pods → a node: nodeSelector, taints/tolerations and `nvidia.com/gpu` without over-commit.
+"""Unbound pods → a node: nodeSelector, required node affinity, taints/tolerations and
+`nvidia.com/gpu` without over-commit.
 
 Binding also claims the GPUs from the node's device plugin (seeded choice, Finding #8), so two
 pods can never be promised the same GPU.  A pod that fits nowhere stays Pending with a
@@ -28,11 +29,51 @@ def tolerates(tolerations: list[dict] | None, taint: dict) -> bool:
     return False
 
 
+def selects_node(pod_spec: dict, node_name: str, labels: dict[str, str]) -> bool:
+    """The pod's `nodeSelector` and required node affinity both accept the node (the affinity's
+    terms are ORed, each term's expressions ANDed; preferred affinity only scores, and the twin
+    does not score)."""
+    if any(labels.get(k) != v for k, v in (pod_spec.get("nodeSelector") or {}).items()):
+        return False
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")
+    if not required:
+        return True
+    fields = {"metadata.name": node_name}
+    return any(_term_matches(term, labels, fields) for term in required.get("nodeSelectorTerms") or [])
+
+
+def _term_matches(term: dict, labels: dict[str, str], fields: dict[str, str]) -> bool:
+    expressions, field_expressions = term.get("matchExpressions") or [], term.get("matchFields") or []
+    if not expressions and not field_expressions:
+        return False  # an empty term selects no node
+    return all(_requirement(e, labels) for e in expressions) and all(_requirement(e, fields) for e in field_expressions)
+
+
+def _requirement(expr: dict, values: dict[str, str]) -> bool:
+    key, op, wanted = expr.get("key"), expr.get("operator"), expr.get("values") or []
+    present = key in values
+    if op == "In":
+        return present and values[key] in wanted
+    if op == "NotIn":
+        return not present or values[key] not in wanted
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and len(wanted) == 1:
+        try:
+            have, bound = int(values[key]), int(wanted[0])
+        except ValueError:
+            return False
+        return have > bound if op == "Gt" else have < bound
+    return False
+
+
 def why_not(node: Node, pod: dict) -> str | None:
     """None if the pod fits the node, else the scheduler's reason phrase for it."""
     spec = pod.get("spec") or {}
-    labels = node.config.labels
-    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+    if not selects_node(spec, node.name, node.config.labels):
         return "node(s) didn't match Pod's node affinity/selector"
     for taint in node.config.taints:
         if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(spec.get("tolerations"), taint):

@@ -230,9 +230,11 @@ def kind_problems(resource_key: str, obj: dict) -> list[tuple[str, str, str]]:
     causes = []
     if resource_key == "pods":
         causes += _image_problems((obj.get("spec") or {}), "spec")
+        causes += _node_affinity_problems((obj.get("spec") or {}), "spec")
     elif resource_key in WORKLOADS:
         template_spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
         causes += _image_problems(template_spec, "spec.template.spec")
+        causes += _node_affinity_problems(template_spec, "spec.template.spec")
     if resource_key == APISERVICES:
         spec = obj.get("spec") or {}
         required = f"{spec.get('version', '')}.{spec.get('group', '')}"
@@ -245,6 +247,44 @@ def kind_problems(resource_key: str, obj: dict) -> list[tuple[str, str, str]]:
         if policy not in ("OnFailure", "Never"):
             causes.append(("FieldValueNotSupported", "spec.template.spec.restartPolicy",
                            f'Unsupported value: "{policy}": supported values: "OnFailure", "Never"'))
+    return causes
+
+
+_OPERATORS = ("DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn")
+
+
+def _node_affinity_problems(pod_spec: dict, where: str) -> list[tuple[str, str, str]]:
+    """The server's checks of required node affinity (the schema types the fields, not their rules)."""
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")
+    if not isinstance(required, dict):
+        return []
+    path = f"{where}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        return [("FieldValueRequired", path, "Required value: must have at least one node selector term")]
+    causes = []
+    for i, term in enumerate(terms):
+        for list_name in ("matchExpressions", "matchFields"):
+            for j, expr in enumerate((term or {}).get(list_name) or []):
+                at = f"{path}[{i}].{list_name}[{j}]"
+                op, values = expr.get("operator"), expr.get("values") or []
+                if list_name == "matchFields" and expr.get("key") != "metadata.name":
+                    causes.append(("FieldValueInvalid", f"{at}.key",
+                                   f'Invalid value: "{expr.get("key")}": not a valid field selector key'))
+                if op not in _OPERATORS:
+                    supported = ", ".join(f'"{o}"' for o in _OPERATORS)
+                    causes.append(("FieldValueNotSupported", f"{at}.operator",
+                                   f'Unsupported value: "{op}": supported values: {supported}'))
+                elif op in ("In", "NotIn") and not values:
+                    causes.append(("FieldValueRequired", f"{at}.values",
+                                   "Required value: must be specified when `operator` is 'In' or 'NotIn'"))
+                elif op in ("Exists", "DoesNotExist") and values:
+                    causes.append(("FieldValueForbidden", f"{at}.values",
+                                   "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+                elif op in ("Gt", "Lt") and (len(values) != 1 or not str(values[0]).lstrip("-").isdigit()):
+                    causes.append(("FieldValueRequired", f"{at}.values",
+                                   "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"))
     return causes
 
 

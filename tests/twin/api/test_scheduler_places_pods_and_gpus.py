@@ -3,7 +3,10 @@ seeded assignment (Finding #8), `NVIDIA_VISIBLE_DEVICES=all`, CDI rejection (Fin
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from kubernetes.client.rest import ApiException
 
 from stepgraph.twin import NodeConfig, Twin
 
@@ -117,3 +120,72 @@ def test_without_cdi_a_concrete_uuid_selects_that_gpu(twin, core, make_pod):
     assert pod.status.phase == "Running"
     [pid] = twin.host.pids_of_pod(pod.metadata.uid)
     assert twin.host.process(pid).gpus == (uuid,)
+
+
+ZONES = [NodeConfig(name=f"node-{z}", labels={"zone": z, "rank": str(i)}) for i, z in enumerate("abc")]
+
+
+def affinity(*terms) -> dict:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
+
+
+@pytest.mark.twin(nodes=ZONES)
+@pytest.mark.parametrize(("terms", "node"), [
+    ([{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["c"]}]}], "node-c"),
+    ([{"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a", "b"]}]}], "node-c"),
+    ([{"matchExpressions": [{"key": "rank", "operator": "Gt", "values": ["1"]}]}], "node-c"),
+    ([{"matchExpressions": [{"key": "rank", "operator": "Lt", "values": ["1"]}]}], "node-a"),
+    ([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-b"]}]}], "node-b"),
+    # terms are ORed (the first that any node matches wins in node order); expressions in a term ANDed
+    ([{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]},
+                            {"key": "rank", "operator": "Exists"}]},
+      {"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}], "node-b"),
+    ([{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]},
+                            {"key": "rank", "operator": "In", "values": ["2"]}]}], None),
+])
+def test_required_node_affinity_picks_the_node(twin, core, make_pod, terms, node):
+    body = make_pod("p")
+    body["spec"]["affinity"] = affinity(*terms)
+    core.create_namespaced_pod("default", body)
+    twin.clock.sleep(3)
+    assert core.read_namespaced_pod("p", "default").spec.node_name == node
+    if node is None:
+        assert ("FailedScheduling", "Warning",
+                "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.") in events_for(core, "p")
+
+
+@pytest.mark.twin(nodes=ZONES)
+def test_node_selector_and_affinity_must_both_accept_the_node(twin, core, make_pod, apps):
+    body = make_pod("p", node_selector={"zone": "b"})
+    body["spec"]["affinity"] = affinity({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b", "c"]}]})
+    core.create_namespaced_pod("default", body)
+    template = {"metadata": {"labels": {"app": "d"}}, "spec": {
+        "containers": [{"name": "m", "image": "i:1"}],
+        "affinity": affinity({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]})}}
+    apps.create_namespaced_daemon_set("default", {"metadata": {"name": "d"}, "spec": {
+        "selector": {"matchLabels": {"app": "d"}}, "template": template}})
+    twin.clock.sleep(3)
+    assert core.read_namespaced_pod("p", "default").spec.node_name == "node-b"
+    daemon_pods = core.list_namespaced_pod("default", label_selector="app=d").items
+    assert sorted(p.spec.node_name for p in daemon_pods) == ["node-b", "node-c"]
+
+
+@pytest.mark.parametrize(("expr", "field", "message"), [
+    ({"key": "zone", "operator": "Equals", "values": ["a"]}, "matchExpressions[0].operator",
+     'Unsupported value: "Equals": supported values: "DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn"'),
+    ({"key": "zone", "operator": "In"}, "matchExpressions[0].values",
+     "Required value: must be specified when `operator` is 'In' or 'NotIn'"),
+    ({"key": "zone", "operator": "Exists", "values": ["a"]}, "matchExpressions[0].values",
+     "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
+    ({"key": "rank", "operator": "Gt", "values": ["x"]}, "matchExpressions[0].values",
+     "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"),
+])
+def test_malformed_node_affinity_is_422(core, make_pod, expr, field, message):
+    body = make_pod("p")
+    body["spec"]["affinity"] = affinity({"matchExpressions": [expr]})
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_pod("default", body)
+    assert err.value.status == 422
+    [cause] = json.loads(err.value.body)["details"]["causes"]
+    prefix = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]."
+    assert (cause["field"], cause["message"]) == (prefix + field, message)
