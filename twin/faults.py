@@ -27,9 +27,10 @@ class FaultSwitches(BaseModel):
     # --- README findings -------------------------------------------------------------------
     rbac_namespace_restricted: bool = Field(
         False,
-        description="Finding #3: the chart made a namespaced Role but the agent was not given "
-        "--namespace, so its cluster-wide pod list gets 403 Forbidden; every tick is skipped and "
-        "k8s_list_failures_total grows. An agent started with --namespace is unaffected.",
+        description="Finding #3: the chart made a namespaced Role (the world installs a Role and "
+        "RoleBinding instead of the ClusterRole) but the agent was not given --namespace, so RBAC "
+        "refuses its cluster-wide pod list with 403 Forbidden; every tick is skipped and "
+        "k8s_list_failures_total grows. An agent started with --namespace is unaffected. Cluster-wide only.",
     )
     exec_oom_kills_agent: bool = Field(
         False,

@@ -158,6 +158,8 @@ def register_gpu_workloads(
     planner_generation: str = "pod-patching",
     agent_tick_seconds: float = RECONCILE_INTERVAL_S,
     worker_model_load_seconds: float = 20.0,
+    *,
+    auth: Any,
 ) -> None:
     """Register the GPU side's workloads (agent, hostengine, planner, pynvml scripts), in that order.
     Each reads the fault switches of the node its pod runs on (a node may set its own)."""
@@ -166,7 +168,7 @@ def register_gpu_workloads(
         return devices.faults if devices is not None else faults
 
     registry.register("power-agent", is_agent_pod, lambda p, c: PowerAgentWorkload(directory, on_node(p), agent_generation,
-                                                                          agent_tick_seconds))
+                                                                          agent_tick_seconds, auth=auth))
     registry.register("dcgm-hostengine", is_hostengine_pod, lambda p, c: HostengineWorkload(directory, on_node(p)))
     registry.register("dynamo-planner", is_planner_pod, lambda p, c: PlannerWorkload(on_node(p), planner_generation))
     registry.register("nvml-script", is_nvml_script_pod, lambda p, c: NvmlScriptWorkload(directory))

@@ -89,6 +89,9 @@ class NodeSpec(_Strict):
     @model_validator(mode="after")
     def _order_fits(self) -> NodeSpec:
         dcgm_order(self.gpus, self.dcgm_order)  # raises ValueError with the reason
+        if self.faults.rbac_namespace_restricted is not None:  # type: ignore[attr-defined]
+            raise ValueError("faults.rbac_namespace_restricted is the chart's RBAC, which has no node scope: "
+                             "set it under the world's `faults`")
         return self
 
     def expanded(self) -> list[NodeSpec]:

@@ -103,7 +103,7 @@ class WorldInstaller:
             _mirror_node_switches(node, node_faults.as_dict())
         register_gpu_workloads(twin.workloads, directory, faults, world.agent.generation,
                                world.operator.planner_generation, agent_tick_seconds=world.timing.agent_tick_seconds,
-                               worker_model_load_seconds=world.timing.worker_model_load_seconds)
+                               worker_model_load_seconds=world.timing.worker_model_load_seconds, auth=twin.auth)
         twin.server.extra_routes.extend(aiohttp_routes(faults))
         twin.server.extra_routes.extend(gpu_routes(boards))
         twin.server.extra_middlewares.append(api_fault_middleware(faults, twin.rng("api-faults")))
@@ -118,9 +118,8 @@ class WorldInstaller:
             store.create("services", world.namespace, world_objects.hostengine_service(world))
             store.create("daemonsets.apps", world.namespace, world_objects.hostengine_daemonset(world))
         if world.agent.install:
-            for resource, namespace, obj in world_objects.agent_rbac(world):
-                if not _exists(store, resource, namespace, obj["metadata"]["name"]):
-                    store.create(resource, namespace, obj)
+            sync_agent_rbac(store, world, faults.rbac_namespace_restricted)
+            faults.subscribe(lambda switches: sync_agent_rbac(store, world, switches["rbac_namespace_restricted"]))
             store.create("daemonsets.apps", world.namespace, world_objects.agent_daemonset(world))
         operator = None
         if world.operator.install:
@@ -140,6 +139,23 @@ def _mirror_node_switches(node: Node, switches: dict[str, Any]) -> None:
     node.config.cdi_mode = switches["cdi_rejects_uuid"]
     node.config.gpu_assignment = switches["gpu_assignment"]
     node.allocator.mode = switches["gpu_assignment"]
+
+
+def sync_agent_rbac(store: Any, world: World, chart_role_is_namespaced: bool) -> None:
+    """The agent's RBAC as the chart made it: a Role in its namespace when the agent is namespace-
+    restricted or the chart's Role is namespaced (Finding #3: then an agent without --namespace is
+    refused its cluster-wide pod list by RBAC itself), else a ClusterRole; the other scope's role
+    and binding are removed, so a flip of the switch at run time changes the agent's rights."""
+    namespaced = world.agent.namespace_restricted or chart_role_is_namespaced
+    for resource, namespace, obj in world_objects.agent_rbac(world, not namespaced):
+        if resource != "serviceaccounts":
+            try:
+                store.delete(resource, namespace, obj["metadata"]["name"])
+            except Exception:
+                pass  # not there
+    for resource, namespace, obj in world_objects.agent_rbac(world, namespaced):
+        if not _exists(store, resource, namespace, obj["metadata"]["name"]):
+            store.create(resource, namespace, obj)
 
 
 def _exists(store: Any, resource: str, namespace: str | None, name: str) -> bool:

@@ -159,14 +159,14 @@ def dgd(spec: DgdSpec, world: World) -> dict:
             "spec": {"services": services}}
 
 
-def agent_rbac(world: World) -> list[tuple[str, str | None, dict]]:
+def agent_rbac(world: World, namespaced: bool) -> list[tuple[str, str | None, dict]]:
     """The chart's ServiceAccount and pod-read role for the agent, as (resource, namespace, object):
-    a ClusterRole, or a Role in the agent's namespace when `namespace_restricted` (role.yaml)."""
+    a ClusterRole, or a Role in the agent's namespace when `namespaced` (role.yaml)."""
     ns, name = world.namespace, "power-agent"
     rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
     subject = [{"kind": "ServiceAccount", "name": name, "namespace": ns}]
     objects: list[tuple[str, str | None, dict]] = [("serviceaccounts", ns, {"metadata": {"name": name, "namespace": ns}})]
-    if world.agent.namespace_restricted:
+    if namespaced:
         kind, scope = "Role", ns
     else:
         kind, scope = "ClusterRole", None

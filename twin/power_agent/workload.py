@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..apiserver.auth import Request
+from ..apiserver.errors import ApiError
 from ..dcgm import DcgmError
 from ..devices import DeviceDirectory, NodeDevices
 from ..faults import Faults
@@ -128,8 +130,9 @@ def build_agent(
 
 class PowerAgentWorkload(Workload):
     def __init__(self, directory: DeviceDirectory, faults: Faults, generation: str = "PA-9790",
-                 interval_s: float = RECONCILE_INTERVAL_S) -> None:
+                 interval_s: float = RECONCILE_INTERVAL_S, *, auth: Any) -> None:
         self.directory = directory
+        self.auth = auth  # the API server's authenticator and RBAC: the agent lists pods with its pod's rights
         self.interval_s = interval_s
         self.faults = faults
         self.default_generation = generation
@@ -181,16 +184,14 @@ class PowerAgentWorkload(Workload):
         assert cli is not None
 
         def list_pods() -> list[dict]:
-            if cli.namespace is None and self.faults.rbac_namespace_restricted:
-                sa = ctx.pod["spec"].get("serviceAccountName", "default")
-                raise PodListError(
-                    f'(403) pods is forbidden: User "system:serviceaccount:{ctx.namespace}:{sa}" '
-                    'cannot list resource "pods" in API group "" at the cluster scope'
-                )
+            # In process, but as its pod: the service-account token the kubelet would mount,
+            # authenticated and authorised by the API server's own RBAC, then the list.
             try:
+                user = self.auth.authenticate("Bearer " + self.auth.token_for_pod(ctx.pod))
+                self.auth.check(user, Request("list", "", "pods", namespace=cli.namespace))
                 return ctx.store.list("pods", cli.namespace, field_selector=f"spec.nodeName={ctx.node.name}")
-            except Exception as exc:  # ApiError from the store: the agent logs and skips the cycle
-                raise PodListError(str(exc)) from exc
+            except ApiError as exc:  # as the client reports it: the agent logs and skips the cycle
+                raise PodListError(f"({exc.code}) {exc.message}") from exc
 
         return list_pods
 

@@ -161,6 +161,8 @@ def test_adding_nodes_leaves_the_first_node_as_a_one_node_twin_draws_it():
     ("nodes: [{name: a, faults: {nvml_no_permision: true}}]", "1:28: unknown key `nodes.0.faults.nvml_no_permision`"),
     ("nodes: [{name: a, taints: [{key: x, effect: Sometimes}]}]", "1:37: `nodes.0.taints.0.effect`"),
     ("nodes: [{name: a, count: 0}]", "`nodes.0.count`: Input should be greater than or equal to 1"),
+    ("nodes: [{name: a, faults: {rbac_namespace_restricted: true}}]",
+     "1:9: `nodes.0`: faults.rbac_namespace_restricted is the chart's RBAC, which has no node scope"),
 ])
 def test_bad_node_entries_are_named_with_their_position(text, message):
     with pytest.raises(WorldError) as err:

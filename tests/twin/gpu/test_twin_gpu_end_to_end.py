@@ -12,6 +12,7 @@ from collections import Counter
 
 import pytest
 from e2e_rig import TOPOLOGY, Cluster, family_sum
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 BAD = ("multi_pod_gpu_total", "safe_default_applied_total", "apply_failures_total",
@@ -135,6 +136,29 @@ def test_finding_3_rbac_403_skips_every_cycle():
         samples = cluster.scrape()
         assert samples["dynamo_power_agent_k8s_list_failures_total"] >= 3
         assert cluster.applied(samples) == {} and set(cluster.board_caps().values()) == {400}
+    finally:
+        cluster.close()
+
+
+def test_finding_3_is_the_api_servers_own_rbac_and_a_flip_restores_the_rights():
+    cluster = Cluster("path-b", faults={"rbac_namespace_restricted": True})
+    try:
+        config = client.Configuration()
+        config.host = cluster.twin.base_url
+        agent = cluster.twin.store.get("pods", cluster.ns, cluster.agent_pod())
+        config.api_key = {"authorization": "Bearer " + cluster.twin.service_account_token(agent)}
+        as_agent = client.CoreV1Api(client.ApiClient(config))
+        with pytest.raises(ApiException) as err:  # the agent's token, over HTTP: the same refusal it logs
+            as_agent.list_pod_for_all_namespaces()
+        assert err.value.status == 403
+        assert as_agent.list_namespaced_pod(cluster.ns).items
+        cluster.apply_stubs()
+        cluster.sleep(45)
+        assert set(cluster.board_caps().values()) == {400}
+        cluster.faults.set("rbac_namespace_restricted", False)  # the chart's ClusterRole is back
+        assert as_agent.list_pod_for_all_namespaces().items
+        cluster.sleep(45)
+        assert Counter(cluster.board_caps().values()) == TOPOLOGY
     finally:
         cluster.close()
 
