@@ -8,6 +8,7 @@ function builds a `StepContext` over the scenario's bindings and finalizer stack
 from __future__ import annotations
 
 import types
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pytest
@@ -40,6 +41,7 @@ class RegistryParser(StepParser):
         super().__init__("<any stepgraph step>")
         self.registry = registry
         self._seen: dict[str, Match | None] = {}
+        self._bound: dict[str, StepCall] = {}
         # pytest-bdd hands a parser the step's text only; the data table or doc string of the step
         # about to run is set here by the plugin's before-step hook (steps run one at a time).
         self.attachment: Attachment | None = None
@@ -50,10 +52,28 @@ class RegistryParser(StepParser):
             self._seen[text] = matches[0] if len(matches) == 1 else None
         return self._seen[text]
 
+    def expect(self, steps: Iterable[tuple[str, StepCall]]) -> None:
+        """The steps of the scenario about to run, as the compiler bound them (text → call).
+
+        The compiler has matched every step against every declaration and validated its
+        parameters; those calls are used as they are, instead of matching the text again and
+        validating again at each step. A text that stands for two different calls in one
+        scenario (the same words over two data tables) takes the matching path below."""
+        bound: dict[str, StepCall] = {}
+        twice: set[str] = set()
+        for text, call in steps:
+            if bound.setdefault(text, call) != call:
+                twice.add(text)
+        self._bound = {text: call for text, call in bound.items() if text not in twice}
+
     def is_matching(self, name: str) -> bool:
-        return self._match(name) is not None
+        return name in self._bound or self._match(name) is not None
 
     def parse_arguments(self, name: str) -> dict[str, Any] | None:
+        call = self._bound.get(name)
+        if call is not None:
+            self.attachment = None  # already part of the bound call
+            return {"sg_call": call}
         m = self._match(name)
         if m is None:
             return None
@@ -81,6 +101,15 @@ def set_attachment(config: pytest.Config, step: Any) -> None:
         parser.attachment = ("docstring", step.docstring)
     else:
         parser.attachment = None
+
+
+def expect_steps(config: pytest.Config, steps: Sequence[Any], calls: Sequence[StepCall]) -> None:
+    """Before a scenario runs: give the parser the compiler's call for each of pytest-bdd's steps
+    (the same steps in the same order: background, rule background, the scenario's own); after
+    it, none. Steps pytest-bdd reads from files stepgraph did not compile are matched as before."""
+    parser = config.stash.get(PARSER, None)
+    if parser is not None:
+        parser.expect(zip((s.name for s in steps), calls, strict=True) if len(steps) == len(calls) else ())
 
 
 REGISTERED = pytest.StashKey[bool]()

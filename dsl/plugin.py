@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from . import interrupts, tempdirs
-from .bdd_steps import STEP_LOCATION, set_attachment
+from .bdd_steps import STEP_LOCATION, expect_steps, set_attachment
 from .checks import order_hazards
 from .collect import ITEM_SCENARIO, TAG_KINDS, ScenarioModule
 from .compiler import SCENARIO_SUFFIXES
@@ -167,6 +167,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if HAZARDS in item.stash:
         hazards = item.stash[HAZARDS]
         pytest.fail("\n".join(hazards), pytrace=False)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_bdd_before_scenario(request: pytest.FixtureRequest, feature: Any, scenario: Any) -> None:
+    # The item's own scenario: an outline's rows may share one name, but each item is one row.
+    scenario_info = request.node.stash.get(ITEM_SCENARIO, None)
+    expect_steps(request.config, scenario.steps, scenario_info.calls if scenario_info is not None else ())
+
+
+def pytest_bdd_after_scenario(request: pytest.FixtureRequest, feature: Any, scenario: Any) -> None:
+    expect_steps(request.config, (), ())
 
 
 @pytest.hookimpl(tryfirst=True)

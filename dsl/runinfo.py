@@ -23,7 +23,7 @@ import pytest
 
 from .cleanup import CleanupLedger
 from .diagnostics import Location
-from .ir import Feature, Scenario
+from .ir import Feature, Scenario, StepCall
 
 if TYPE_CHECKING:
     from .target import Target, TargetSession
@@ -48,6 +48,12 @@ class ScenarioInfo:
     @property
     def design(self) -> tuple[str, ...]:
         return self.feature.design_ids(self.scenario)
+
+    @property
+    def calls(self) -> tuple[StepCall, ...]:
+        """The scenario's steps as they run: the feature's Background, then its own (a rule's
+        Background first among them)."""
+        return self.feature.background + self.scenario.steps
 
     def location_of(self, line: int) -> Location:
         return self.line_map.get(line, Location(self.source, line, 1))
