@@ -56,12 +56,23 @@ class _MarkerLine(str):
         return str.split(self, sep, maxsplit)
 
 
+_MARKED = pytest.StashKey[set[str]]()
+
+
 def register_tag_marker(config: pytest.Config, tag: str) -> None:
-    """Make a scenario tag a registered marker, so `--strict-markers` and `-m 'id:B5'` accept it."""
+    """Make a scenario tag a registered marker, so `--strict-markers` and `-m 'id:B5'` accept it.
+
+    The tags registered so far are kept in a set: looking each one up in the `markers` ini lines
+    made registering n tags take n² steps."""
+    marked = config.stash.get(_MARKED, None)
+    if marked is None:
+        marked = config.stash[_MARKED] = {str(line).split(": ", 1)[0] for line in config.getini("markers") if ": " in str(line)}
+    if tag in marked:
+        return
+    marked.add(tag)
     kind = tag.partition(":")[0]
     meaning = TAG_KINDS.get(kind, "scenario tag") if ":" in tag else "scenario tag"
-    if not any(str(line).startswith(f"{tag}: ") for line in config.getini("markers")):
-        config.addinivalue_line("markers", _MarkerLine(f"{tag}: stepgraph {kind if ':' in tag else 'tag'} ({meaning})"))
+    config.addinivalue_line("markers", _MarkerLine(f"{tag}: stepgraph {kind if ':' in tag else 'tag'} ({meaning})"))
 
 
 class ScenarioModule(pytest.Module):
