@@ -15,10 +15,8 @@ from typing import NoReturn
 from . import graph as graphs
 from .catalog import steps_markdown
 from .compiler import CompiledFile, compile_file, compile_paths, display_path
-from .nodes import NODES_ENV
 from .registry import REGISTRY, Registry, StepDeclarationError
 from .render import RenderError, to_gherkin, to_yaml
-from .reports.design import requirement_ids
 from .reports.errors import InputError
 from .schema import dumps, scenario_schema
 from .target import TargetConfigError, load_target
@@ -113,6 +111,8 @@ def _design(args: argparse.Namespace) -> tuple[set[str] | None, str]:
         return None, ""
     if not doc.is_file():
         raise UsageError(f"design doc {str(doc)!r} does not exist")
+    from .reports.design import requirement_ids
+
     try:
         return requirement_ids(doc), display_path(doc)
     except InputError as err:
@@ -271,6 +271,8 @@ def cmd_run(args: argparse.Namespace, passthrough: list[str]) -> int:
 def per_node_args(selector: str, workers: str) -> list[str]:
     """pytest arguments of a per-node run: the selector, and xdist workers that take whole nodes
     (`--dist loadgroup` over the per-node groups), so no two scenarios share a node at once."""
+    from .nodes import NODES_ENV  # with pytest: only a run needs it
+
     if workers != "auto" and not (workers.isdigit() and int(workers) >= 0):
         raise UsageError(f"--workers {workers!r} is not a number of processes — use auto, 0 or a positive number")
     os.environ[NODES_ENV] = selector  # the targets read it too: a per-node live run needs no TEST_NODE

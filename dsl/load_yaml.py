@@ -7,10 +7,10 @@ layout before any step is bound.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -29,11 +29,20 @@ from .schema import structure_schema
 from .tags import OWNED_KINDS, tag_problem
 from .units import Duration
 
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
 MAX_NODES = 100_000
 MAX_DEPTH = 64
 Path_ = tuple[Any, ...]
 
-_VALIDATOR = Draft202012Validator(structure_schema())
+@functools.cache
+def _validator() -> Draft202012Validator:
+    """The structure schema's validator, built on the first YAML file: jsonschema costs more to
+    import than a lint of a Gherkin file takes in all."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(structure_schema())
 
 
 class _TooLarge(Exception):
@@ -232,7 +241,7 @@ def load_yaml(text: str, display: str, registry: Registry) -> tuple[ir.Feature |
                 "syntax",
             )
         ]
-    diags = [_schema_diagnostic(err, positions) for err in _VALIDATOR.iter_errors(data)]
+    diags = [_schema_diagnostic(err, positions) for err in _validator().iter_errors(data)]
     feature, more = _Builder(registry, positions, display, text.splitlines()).feature(data)
     return feature, diags + more
 

@@ -10,8 +10,6 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from prometheus_client.parser import text_string_to_metric_families
-
 
 class OutputFormatError(ValueError):
     """A probe or tool printed something we cannot read; the message quotes the offending text."""
@@ -39,6 +37,8 @@ class Scrape(list[Sample]):
 
 def parse_metrics(text: str) -> Scrape:
     """Every sample of a Prometheus text exposition (the agent's :9100/metrics page)."""
+    from prometheus_client.parser import text_string_to_metric_families  # on first use, as the cluster client
+
     try:
         families = list(text_string_to_metric_families(text))
     except ValueError as exc:

@@ -1,23 +1,41 @@
-"""Loading the step libraries imports no cluster client: the kubernetes client and urllib3 cost
-more to import than a lint or a run without a cluster takes in all, so they come on first use."""
+"""Loading the step libraries imports no cluster client, and `stepgraph lint` of a Gherkin file
+imports neither pytest nor the YAML schema validator: the kubernetes client, urllib3, pytest and
+jsonschema each cost more to import than such a lint takes in all, so they come on first use."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
-HEAVY = ("kubernetes", "urllib3")
+ROOT = Path(__file__).resolve().parents[2]
 
-LOAD_STEP_LIBRARIES = f"""
+LOAD_STEP_LIBRARIES = """
 import sys
 from stepgraph.dsl import REGISTRY
 REGISTRY.load_entry_points()
 assert len(REGISTRY.steps) > 50, len(REGISTRY.steps)
-print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))
+print(sorted({m.split('.')[0] for m in sys.modules} & {'kubernetes', 'urllib3'}))
+"""
+
+LINT_ONE_FILE = """
+import sys
+from stepgraph.dsl.cli import main
+assert main(['lint', sys.argv[1]]) == 0
+heavy = {'kubernetes', 'urllib3', 'pytest', '_pytest', 'pytest_bdd', 'jsonschema', 'prometheus_client'}
+print(sorted({m.split('.')[0] for m in sys.modules} & heavy))
 """
 
 
-def test_loading_every_step_library_imports_no_cluster_client() -> None:
-    done = subprocess.run([sys.executable, "-c", LOAD_STEP_LIBRARIES], capture_output=True, text=True, check=False, timeout=120)
+def _imported(script: str, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    return done.stdout.strip()
+
+
+def test_loading_every_step_library_imports_no_cluster_client() -> None:
+    assert _imported(LOAD_STEP_LIBRARIES) == "[]"
+
+
+def test_linting_a_gherkin_file_imports_no_test_runner_client_or_schema_validator() -> None:
+    assert _imported(LINT_ONE_FILE, str(ROOT / "scenarios" / "demo" / "bindings.feature")) == "[]"
