@@ -1,6 +1,6 @@
 """Every performance figure as a ratio against a baseline measured in the same run → one table.
 
-    .venv/bin/python bench/bench_ratios.py [--repeat 5] [--scenarios 1000] [--only dsl|twin] [--figures lint,startup]
+    .venv/bin/python bench/bench_ratios.py [--repeat 5] [--scenarios 1000] [--only dsl|twin] [--figures lint,startup] [--clock cpu]
 
 The baselines: plain pytest-bdd doing the same work (the same step texts, one step definition
 each, no stepgraph plugin loaded), `python -c pass`, and a minimal aiohttp server doing the same
@@ -17,6 +17,7 @@ import asyncio
 import copy
 import http.client
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from harness import Figure, interleave, run_process, table
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
+CLOCK = "wall"  # what a process's seconds are: `--clock wall` (default) or `cpu`
 NO_STEPGRAPH = ["-p", "no:stepgraph", "-p", "no:stepgraph-reports", "-p", "no:stepgraph-world"]
 
 PLAIN_CONFTEST = '''
@@ -107,6 +109,11 @@ def project(root: Path, kind: str, scenarios: int, steps: int, per_file: int = 1
     return folder
 
 
+def timed(argv: list[str], cwd: Path) -> float:
+    """One child process's seconds, on the clock `--clock` chose."""
+    return run_process(argv, cwd).seconds(CLOCK)
+
+
 def pytest_argv(kind: str, *extra: str) -> list[str]:
     ours = ["--target", "local"] if kind == "stepgraph" else NO_STEPGRAPH
     return [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *ours, *extra]
@@ -122,7 +129,7 @@ def dsl_figures(work: Path, scenarios: int, repeat: int, wanted: Sequence[str] =
     tiny = {kind: project(work, kind, 1, 1) for kind in ("plain", "stepgraph")}
 
     def wall(kind: str, steps: int, *extra: str) -> Callable[[], float]:
-        return lambda: run_process(pytest_argv(kind, *extra), projects[kind, steps]).wall_s
+        return lambda: timed(pytest_argv(kind, *extra), projects[kind, steps])
 
     def whole() -> Figure:
         return interleave(Figure(f"whole run, {scenarios:,} scenarios × {big} steps", "plain pytest-bdd", "s", target=1.3),
@@ -135,8 +142,8 @@ def dsl_figures(work: Path, scenarios: int, repeat: int, wanted: Sequence[str] =
 
     def per_step(kind: str, *extra: str) -> Callable[[], float]:
         def measure() -> float:
-            large = run_process(pytest_argv(kind, *extra), projects[kind, big]).wall_s
-            little = run_process(pytest_argv(kind, *extra), projects[kind, small]).wall_s
+            large = timed(pytest_argv(kind, *extra), projects[kind, big])
+            little = timed(pytest_argv(kind, *extra), projects[kind, small])
             return (large - little) / (scenarios * (big - small))
         return measure
 
@@ -150,14 +157,14 @@ def dsl_figures(work: Path, scenarios: int, repeat: int, wanted: Sequence[str] =
 
     def startup() -> Figure:
         return interleave(Figure("start-up, 1 scenario × 1 step", "plain pytest-bdd", "s", target=1.3),
-                          lambda: run_process(pytest_argv("stepgraph"), tiny["stepgraph"]).wall_s,
-                          lambda: run_process(pytest_argv("plain"), tiny["plain"]).wall_s, repeat)
+                          lambda: timed(pytest_argv("stepgraph"), tiny["stepgraph"]),
+                          lambda: timed(pytest_argv("plain"), tiny["plain"]), repeat)
 
     def lint() -> Figure:
         one_file = REPO / "scenarios" / "demo" / "bindings.feature"  # a catalog file: lint loads only installed libraries
         return interleave(Figure("`stepgraph lint` of one small file", "`python -c pass`", "s", limit=0.3),
-                          lambda: run_process([str(Path(PY).parent / "stepgraph"), "lint", str(one_file)], REPO).wall_s,
-                          lambda: run_process([PY, "-c", "pass"], work).wall_s, repeat)
+                          lambda: timed([str(Path(PY).parent / "stepgraph"), "lint", str(one_file)], REPO),
+                          lambda: timed([PY, "-c", "pass"], work), repeat)
 
     def catalog() -> Figure:
         catalog_plain = work / "catalog-plain"
@@ -169,9 +176,9 @@ def dsl_figures(work: Path, scenarios: int, repeat: int, wanted: Sequence[str] =
         (catalog_plain / "test_features.py").write_text('from pytest_bdd import scenarios\n\nscenarios("features")\n')
         return interleave(
             Figure("`pytest scenarios --collect-only` (the catalog)", "plain pytest-bdd, same .feature files", "s", target=1.5),
-            lambda: run_process([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", "scenarios"], REPO).wall_s,
-            lambda: run_process([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NO_STEPGRAPH, "--collect-only"],
-                                catalog_plain).wall_s,
+            lambda: timed([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", "scenarios"], REPO),
+            lambda: timed([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NO_STEPGRAPH, "--collect-only"],
+                                catalog_plain),
             repeat)
 
     build = {"whole": whole, "step": step, "collect": collect, "startup": startup, "lint": lint, "catalog": catalog, "rss": rss}
@@ -287,7 +294,12 @@ def main() -> None:
     parser.add_argument("--only", choices=["dsl", "twin"])
     parser.add_argument("--figures", default=",".join(DSL_FIGURES),
                         help=f"with the language side, only these figures (comma-separated of {', '.join(DSL_FIGURES)})")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="whole-process seconds as wall time (default) or CPU time (user + system): "
+                             "on a loaded machine CPU time is the steadier measure of our own work")
     args = parser.parse_args()
+    global CLOCK
+    CLOCK = args.clock
     wanted = [name.strip() for name in args.figures.split(",") if name.strip()]
     unknown = sorted(set(wanted) - set(DSL_FIGURES))
     if unknown:
@@ -298,6 +310,7 @@ def main() -> None:
             figures += dsl_figures(Path(tmp), args.scenarios, args.repeat, wanted)
         if args.only in (None, "twin"):
             figures += twin_figures(args.repeat)
+    print(f"whole-process seconds: {args.clock} time; load average at the end {os.getloadavg()[0]:.1f}")
     print(table(figures))
 
 

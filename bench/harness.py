@@ -52,10 +52,17 @@ def interleave(figure: Figure, ours: Callable[[], float], base: Callable[[], flo
 
 @dataclass(frozen=True)
 class ProcessRun:
-    """What one child process cost: wall seconds and peak resident memory."""
+    """What one child process cost: wall seconds, CPU seconds (user + system, all its threads) and
+    peak resident memory. On a shared machine the wall time carries the other users' load; the
+    CPU time is the work the process itself did."""
 
     wall_s: float
     peak_rss_mib: float
+    cpu_s: float = 0.0
+
+    def seconds(self, clock: str) -> float:
+        """`wall` or `cpu` seconds."""
+        return self.cpu_s if clock == "cpu" else self.wall_s
 
 
 def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> ProcessRun:
@@ -70,7 +77,7 @@ def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str] | None = Non
     proc.stdout.close()
     if proc.returncode not in (0, 5):
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{output.decode(errors='replace')[-3000:]}")
-    return ProcessRun(wall, usage.ru_maxrss / 1024)
+    return ProcessRun(wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
 
 
 def _number(value: float) -> str:
