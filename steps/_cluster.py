@@ -125,7 +125,7 @@ class Cluster:
     """The session's cluster as the steps see it."""
 
     api: client.ApiClient
-    namespace: str
+    namespace: str  # where the run creates its objects and finds its workloads
     node: str
     manifest_dir: Path | None
     calls: CallCounter
@@ -133,7 +133,13 @@ class Cluster:
     sleep: Callable[[float], None] = time.sleep  # the target's clock: back-off between retries
     metrics_via: str = "exec"
     nvml_via: str = "exec"
+    #: Where the node's system under test runs (the agent and hostengine DaemonSets); the same as
+    #: `namespace` unless the run has a namespace of its own (runners of a fleet, side by side).
+    system_namespace: str = ""
     _agent: client.V1Pod | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.system_namespace = self.system_namespace or self.namespace
 
     @property
     def core(self) -> client.CoreV1Api:
@@ -155,19 +161,25 @@ class Cluster:
 
     # -- pods ----------------------------------------------------------------------------------
 
-    def pods(self, label_selector: str, *, on_node: bool = True) -> list[client.V1Pod]:
+    def pods(self, label_selector: str, *, on_node: bool = True, namespace: str | None = None) -> list[client.V1Pod]:
         on_this_node = f"spec.nodeName={self.node}" if on_node and self.node else None
-        with translated(f"list pods {label_selector!r} in {self.namespace}"):
+        namespace = namespace or self.namespace
+        with translated(f"list pods {label_selector!r} in {namespace}"):
             kwargs = {"field_selector": on_this_node} if on_this_node else {}
-            return list(self.core.list_namespaced_pod(self.namespace, label_selector=label_selector, **kwargs).items)
+            return list(self.core.list_namespaced_pod(namespace, label_selector=label_selector, **kwargs).items)
+
+    def system_pods(self, label_selector: str) -> list[client.V1Pod]:
+        """Pods of the system under test (agent, hostengine) on the test node."""
+        return self.pods(label_selector, namespace=self.system_namespace)
 
     def pod(self, name: str) -> client.V1Pod:
         with translated(f"read pod {self.namespace}/{name}"):
             return self.core.read_namespaced_pod(name, self.namespace)
 
     def the_pod(self, label_selector: str, what: str) -> client.V1Pod:
-        """Exactly one running pod on the test node with these labels (else a failed check)."""
-        found = [p for p in self.pods(label_selector) if p.status and p.status.phase == "Running"]
+        """Exactly one running pod of the system under test on the test node with these labels
+        (else a failed check)."""
+        found = [p for p in self.system_pods(label_selector) if p.status and p.status.phase == "Running"]
         if len(found) != 1:
             raise CheckFailed(
                 f"expected exactly one running {what} pod on node {self.node}",
@@ -178,7 +190,8 @@ class Cluster:
 
     def exec(self, pod: client.V1Pod, argv: list[str]) -> ExecResult:
         # The exec stream bypasses the ApiClient's call_api, so it is counted (and retried) here.
-        return self.calls.around(lambda: exec_in_pod(self.core, pod.metadata.name, self.namespace, argv, sleep=self.sleep))
+        return self.calls.around(lambda: exec_in_pod(self.core, pod.metadata.name, pod.metadata.namespace, argv,
+                                                          sleep=self.sleep))
 
     def _inside_allowed(self, path: Path, name: str) -> Path:
         resolved = path.resolve()
@@ -226,9 +239,10 @@ class Cluster:
         """The agent's Prometheus page: by the exec probe, or through the API server's pod proxy
         where exec into the agent is not allowed (session fact `metrics_via: proxy`)."""
         if self.metrics_via == "proxy":
-            pod = self.agent_pod().metadata.name
-            with translated(f"proxy to {self.namespace}/{pod}:{METRICS_PORT}/metrics"):
-                text = self.core.connect_get_namespaced_pod_proxy_with_path(f"{pod}:{METRICS_PORT}", self.namespace, "metrics")
+            agent = self.agent_pod().metadata
+            with translated(f"proxy to {agent.namespace}/{agent.name}:{METRICS_PORT}/metrics"):
+                text = self.core.connect_get_namespaced_pod_proxy_with_path(f"{agent.name}:{METRICS_PORT}", agent.namespace,
+                                                                            "metrics")
             return parse_metrics(text)
         return parse_metrics(self.probe("metrics"))
 
@@ -284,7 +298,8 @@ def cluster(ctx: StepContext) -> Cluster:
         manifests = facts.get("manifests") or shipped_manifests(str(facts.get("variant", "target")))
         found = Cluster(
             api=api,
-            namespace=str(facts.get("namespace", "dynamo-power-test")),
+            namespace=str(facts.get("run_namespace") or facts.get("namespace", "dynamo-power-test")),
+            system_namespace=str(facts.get("namespace", "dynamo-power-test")),
             node=str(facts.get("node", "")),
             manifest_dir=Path(manifests),
             calls=calls,

@@ -110,7 +110,7 @@ def fault_set(ctx: StepContext, params: FaultValueParams) -> dict[str, Any]:
 
 
 def _hostengine_running(c: Cluster, not_uid: str | None = None) -> None:
-    pods = [p for p in c.pods(HOSTENGINE_SELECTOR) if p.status and p.status.phase == "Running"]
+    pods = [p for p in c.system_pods(HOSTENGINE_SELECTOR) if p.status and p.status.phase == "Running"]
     fresh = [p for p in pods if p.metadata.uid != not_uid and not p.metadata.deletion_timestamp]
     if len(fresh) != 1:
         raise CheckFailed("a new DCGM hostengine pod running", expected="1 pod other than the one killed",
@@ -137,7 +137,7 @@ def hostengine_restart(ctx: StepContext, params: NoParams) -> str:
     c = cluster(ctx)
     engine = c.the_pod(HOSTENGINE_SELECTOR, "DCGM hostengine")
     with translated(f"delete pod {engine.metadata.name}"):
-        c.core.delete_namespaced_pod(engine.metadata.name, c.namespace, grace_period_seconds=0)
+        c.core.delete_namespaced_pod(engine.metadata.name, engine.metadata.namespace, grace_period_seconds=0)
     ctx.eventually(lambda: _hostengine_running(c, engine.metadata.uid), RESTART_DEADLINE_S,
                    description="a new DCGM hostengine pod running")
     return str(engine.metadata.uid)

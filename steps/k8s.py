@@ -138,6 +138,17 @@ def load_manifest(path: Path, namespace: str) -> list[dict[str, Any]]:
     return docs
 
 
+def manifest_documents(c: Cluster, name: str) -> list[dict[str, Any]]:
+    """A manifest's objects as this run creates them: those written for the test namespace go into
+    the run's own namespace (the same one, unless the run has a namespace of its own, as each
+    runner of a fleet does, so that runners side by side never share an object's name)."""
+    docs = load_manifest(c.manifest(name), c.namespace)
+    for doc in docs:
+        if doc["metadata"].get("namespace") == c.system_namespace:
+            doc["metadata"]["namespace"] = c.namespace
+    return docs
+
+
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
@@ -358,7 +369,7 @@ def delete_created(ctx: StepContext, params: Params, refs: list[ObjectRef]) -> N
 def apply(ctx: StepContext, params: ApplyParams) -> list[ObjectRef]:
     """Create every object of a manifest (existing ones are adopted, not owned)."""
     c = cluster(ctx)
-    docs = load_manifest(c.manifest(params.manifest), c.namespace)
+    docs = manifest_documents(c, params.manifest)
     return apply_documents(ctx, docs, into=ctx.intend([]))
 
 

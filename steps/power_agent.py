@@ -22,7 +22,7 @@ from ._clients import translated
 from ._cluster import AGENT_SELECTOR, POWER_ANNOTATION, Cluster, cluster
 from ._parsers import Sample, has_family, metric_by_label, metric_sum, parse_kv_lines, watts_list
 from ._probe_pod import run_in_probe_pod
-from .k8s import ObjectRef, apply_documents, delete_created, load_manifest
+from .k8s import ObjectRef, apply_documents, delete_created, manifest_documents
 
 if TYPE_CHECKING:
     from kubernetes import client
@@ -229,7 +229,7 @@ def conflict_bystander(ctx: StepContext, params: BystanderParams) -> list[Object
     every tick it lives, which static check 7 weighs against later absolute counter checks.
     """
     c = cluster(ctx)
-    docs = load_manifest(c.manifest(BYSTANDER_MANIFEST), c.namespace)
+    docs = manifest_documents(c, BYSTANDER_MANIFEST)
     for doc in docs:
         doc["metadata"].setdefault("annotations", {})[POWER_ANNOTATION] = str(params.watts)
     return apply_documents(ctx, docs, into=ctx.intend([]))
@@ -270,8 +270,8 @@ LIFECYCLE_DEADLINE_S = 180.0
 def agent_daemonset(c: Cluster) -> client.V1DaemonSet:
     """The DaemonSet whose pods are the Power Agent (matched on the pod template's labels)."""
     key, _, value = AGENT_SELECTOR.partition("=")
-    with translated(f"list daemonsets in {c.namespace}"):
-        found = [ds for ds in c.apps.list_namespaced_daemon_set(c.namespace).items
+    with translated(f"list daemonsets in {c.system_namespace}"):
+        found = [ds for ds in c.apps.list_namespaced_daemon_set(c.system_namespace).items
                  if ((ds.spec.template.metadata.labels or {}).get(key) == value)]
     if len(found) != 1:
         raise CheckFailed("the Power Agent's DaemonSet", expected="exactly one", observed=[d.metadata.name for d in found] or "none")
@@ -282,15 +282,15 @@ def _pause(c: Cluster, paused: bool) -> None:
     ds = agent_daemonset(c)
     patch = {"spec": {"template": {"spec": {"nodeSelector": {PAUSE_LABEL: "true" if paused else None}}}}}
     with translated(f"patch daemonset {ds.metadata.name}"):
-        c.apps.patch_namespaced_daemon_set(ds.metadata.name, c.namespace, patch)
+        c.apps.patch_namespaced_daemon_set(ds.metadata.name, ds.metadata.namespace, patch)
 
 
 def _agent_pods(c: Cluster) -> list[client.V1Pod]:
-    return [p for p in c.pods(AGENT_SELECTOR) if not p.metadata.deletion_timestamp]
+    return [p for p in c.system_pods(AGENT_SELECTOR) if not p.metadata.deletion_timestamp]
 
 
 def _no_agent(c: Cluster) -> None:
-    left = [p.metadata.name for p in c.pods(AGENT_SELECTOR)]
+    left = [p.metadata.name for p in c.system_pods(AGENT_SELECTOR)]
     if left:
         raise CheckFailed("no Power Agent pod on the test node", expected="none", observed=left)
 
@@ -299,7 +299,7 @@ def _new_agent_running(c: Cluster, not_uid: str | None) -> client.V1Pod:
     running = [p for p in _agent_pods(c) if p.status and p.status.phase == "Running" and p.metadata.uid != not_uid]
     if len(running) != 1 or len(_agent_pods(c)) != 1:
         raise CheckFailed("one new Power Agent pod running", expected=f"1 running pod other than {not_uid}",
-                          observed={p.metadata.name: p.status.phase if p.status else None for p in c.pods(AGENT_SELECTOR)}
+                          observed={p.metadata.name: p.status.phase if p.status else None for p in c.system_pods(AGENT_SELECTOR)}
                           or "none")
     return running[0]
 
@@ -378,7 +378,7 @@ def restart(ctx: StepContext, params: RestartParams) -> str:
     old = c.find_agent()
     grace = {"grace_period_seconds": 0} if params.how == "crashes" else {}
     with translated(f"delete pod {old.metadata.name}"):
-        c.core.delete_namespaced_pod(old.metadata.name, c.namespace, **grace)
+        c.core.delete_namespaced_pod(old.metadata.name, old.metadata.namespace, **grace)
     _await_agent(ctx, str(old.metadata.uid))
     return str(old.metadata.uid)
 

@@ -16,7 +16,7 @@ from stepgraph.dsl import CheckFailed, NoParams, Params, StepContext, given, whe
 
 from ._clients import translated
 from ._cluster import DGD_LABEL, PLANNER_SELECTOR, WORKER_SELECTOR, cluster
-from .k8s import OWNS_GPU_CAPS, ObjectRef, apply_documents, delete_objects, load_manifest, sweep_leftovers
+from .k8s import OWNS_GPU_CAPS, ObjectRef, apply_documents, delete_objects, manifest_documents, sweep_leftovers
 from .nvml import restore_defaults
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def running(ctx: StepContext, params: NoParams) -> list[ObjectRef]:
     after every other compensation of the scenario."""
     c = cluster(ctx)
     names = PATH_A_MANIFESTS if path_of(ctx) == "a" else PATH_B_MANIFESTS
-    docs = [doc for name in names for doc in load_manifest(c.manifest(name), c.namespace)]
+    docs = [doc for name in names for doc in manifest_documents(c, name)]
     refs: list[ObjectRef] = ctx.intend([])
     swept: list[str] = []
     ctx.defer(lambda: _restore_gpus(ctx, refs, swept), "restore every GPU to its default limit", last=True)

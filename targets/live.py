@@ -44,7 +44,8 @@ def _api(settings: LiveSettings) -> client.ApiClient:
 
 
 def probe_path_a(api: client.ApiClient, settings: LiveSettings) -> bool:
-    """Path A iff at least one planner pod of the test exists in the namespace (as the seed)."""
+    """Path A iff at least one planner pod of the test exists in the namespace (as the seed); a
+    run namespace of the run's own (STEPGRAPH_RUN_NAMESPACE) must exist."""
     core = client.CoreV1Api(api)
     try:
         if settings.node:  # a per-node run has none: its nodes come from the selector
@@ -57,8 +58,19 @@ def probe_path_a(api: client.ApiClient, settings: LiveSettings) -> bool:
         raise TargetConfigError(f"live target: cannot read node {settings.node!r}: {exc.status} {exc.reason}") from None
     except (OSError, HTTPError) as exc:
         raise TargetConfigError(f"live target: the API server is unreachable ({exc}) — check KUBECONFIG") from None
+    if settings.run_namespace:
+        try:
+            core.read_namespace(settings.run_namespace)
+        except ApiException as exc:
+            what = "is not a namespace of this cluster — create it" if exc.status == 404 else \
+                f"cannot be read ({exc.status} {exc.reason}) — check the runner's rights"
+            raise TargetConfigError(f"live target: STEPGRAPH_RUN_NAMESPACE={settings.run_namespace!r} {what}") from None
+        except (OSError, HTTPError) as exc:
+            raise TargetConfigError(f"live target: the API server is unreachable ({exc}) — check KUBECONFIG") from None
     try:
-        return bool(core.list_namespaced_pod(settings.namespace, label_selector=PLANNER_SELECTOR, limit=1).items)
+        # Path A's planners manage the DGDs of their own namespace: they count only where this
+        # run will deploy its DGDs.
+        return bool(core.list_namespaced_pod(settings.work_namespace, label_selector=PLANNER_SELECTOR, limit=1).items)
     except (ApiException, OSError, HTTPError):
         return False
 
@@ -123,6 +135,7 @@ class LiveTarget:
             "opted_in": settings.opted_in,
             "node": settings.node,
             "namespace": settings.namespace,
+            "run_namespace": settings.work_namespace,
             "variant": settings.variant,
             "manifests": options.get("manifests"),  # None: the manifests shipped for the variant
             "path": ("A" if "path-a" in caps else "B") if settings.opted_in else None,

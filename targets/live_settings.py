@@ -45,6 +45,14 @@ class LiveSettings:
     metrics_via: str = "exec"
     nvml_via: str = "exec"
     pin_node: bool = False  # STEPGRAPH_PIN_NODE=1: pods the run creates are held to TEST_NODE by hostname
+    #: STEPGRAPH_RUN_NAMESPACE: a namespace of the run's own for everything it creates (a fleet's
+    #: runners, side by side on one cluster); the agent and hostengine stay in `namespace`.
+    run_namespace: str = ""
+
+    @property
+    def work_namespace(self) -> str:
+        """Where the run creates its objects (and looks for Path A's planners)."""
+        return self.run_namespace or self.namespace
 
     @property
     def node_label(self) -> str:
@@ -73,6 +81,7 @@ class LiveSettings:
             metrics_via=metrics_via,
             nvml_via=nvml_via,
             pin_node=env.get("STEPGRAPH_PIN_NODE") == "1",
+            run_namespace=env.get("STEPGRAPH_RUN_NAMESPACE", "").strip(),
             node=node,
             variant=variant,
             namespace=env.get("POD_NAMESPACE") or VARIANT_NAMESPACES[variant],

@@ -140,7 +140,7 @@ def run_main(args: argparse.Namespace, pytest_args: list[str]) -> int:
     try:
         outcomes = fleet.run(nodes)
     except KeyboardInterrupt:
-        print("stepgraph fleet: interrupted — the Jobs and runner pods were deleted", file=sys.stderr)
+        print(f"stepgraph fleet: interrupted — removed {_listed(fleet.cleaned)}", file=sys.stderr)
         return 130
     except ApiException as exc:
         print(f"stepgraph fleet: {_why(exc)} — check the namespace {namespace!r} exists and your rights there",
@@ -148,6 +148,7 @@ def run_main(args: argparse.Namespace, pytest_args: list[str]) -> int:
         return 2
     finally:
         signal.signal(signal.SIGTERM, previous)
+    print(f"stepgraph fleet: cleaned up: removed {_listed(fleet.cleaned)}", flush=True)
     records: list[dict[str, Any]] = []
     for outcome in outcomes:
         if outcome.document is not None:
@@ -179,6 +180,10 @@ def _project_design() -> list[Path]:
     options = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("pytest", {}).get("ini_options", {})
     doc = options.get("stepgraph_design_doc")
     return [Path(doc)] if isinstance(doc, str) and doc else []
+
+
+def _listed(cleaned: list[str]) -> str:
+    return ", ".join(cleaned) if cleaned else "nothing (none had been created yet)"
 
 
 def _why(exc: Exception) -> str:

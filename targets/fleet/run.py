@@ -3,8 +3,10 @@
 Each node's outcome is either the results document its runner pod printed, or a reason: its pod
 never scheduled within `schedule_timeout` (the scheduler's own message), it ended without
 results (exit code and last log lines), or nothing came back within `timeout`. Whatever happens —
-also Ctrl-C or SIGTERM — the Jobs and their pods are deleted and awaited, and the RBAC objects
-this run created are removed again.
+also Ctrl-C or SIGTERM — the Jobs and their pods are deleted and awaited, then the runners'
+namespaces (with whatever a runner left in its own) and the RBAC objects this run created; what
+was removed is said in one line. Everything it touches carries its run id, so a fleet run never
+removes another's objects.
 """
 
 from __future__ import annotations
@@ -55,7 +57,9 @@ class FleetRun:
         self.rbac = client.RbacAuthorizationV1Api(api)
         self.run_id = secrets.token_hex(3)
         self._created_rbac: list[tuple[str, str | None, str]] = []  # (kind, namespace, name)
+        self._namespaces: list[str] = []
         self._jobs: list[str] = []
+        self.cleaned: list[str] = []  # what the last cleanup removed, one phrase per kind
 
     # -- the run ----------------------------------------------------------------------------
     def run(self, nodes: list[dict[str, str | None]]) -> list[NodeOutcome]:
@@ -64,13 +68,15 @@ class FleetRun:
         try:
             if self.settings.service_account is None:
                 self._ensure_rbac()
+            for n in nodes:
+                self._run_namespace(str(n["name"]))
             deadline_s = int(self.settings.timeout_s) + 60
             for n in nodes:
                 body = objects.job(self.run_id, str(n["name"]), n.get("hostname"), self.settings.namespace,
                                    self.settings.image, self.settings.run_args, self.settings.env, deadline_s,
-                                   service_account=self.settings.service_account or objects.NAME)
+                                   service_account=self.settings.service_account)
+                self._jobs.append(body["metadata"]["name"])  # intent first: a lost answer is still cleaned up
                 self.batch.create_namespaced_job(self.settings.namespace, body)
-                self._jobs.append(body["metadata"]["name"])
             self.log(f"stepgraph fleet: run {self.run_id}: {len(nodes)} Job(s) in {self.settings.namespace}")
             self._await(outcomes)
         finally:
@@ -151,25 +157,36 @@ class FleetRun:
 
     # -- RBAC and cleanup -------------------------------------------------------------------
     def _ensure_rbac(self) -> None:
-        ns = self.settings.namespace
+        ns, run = self.settings.namespace, self.run_id
         for kind, body, create in (
-            ("ServiceAccount", objects.service_account(ns), lambda b: self.core.create_namespaced_service_account(ns, b)),
-            ("Role", objects.role(ns), lambda b: self.rbac.create_namespaced_role(ns, b)),
-            ("RoleBinding", objects.role_binding(ns), lambda b: self.rbac.create_namespaced_role_binding(ns, b)),
-            ("ClusterRole", objects.cluster_role(ns), self.rbac.create_cluster_role),
-            ("ClusterRoleBinding", objects.cluster_role_binding(ns), self.rbac.create_cluster_role_binding),
+            ("ServiceAccount", objects.service_account(run, ns), lambda b: self.core.create_namespaced_service_account(ns, b)),
+            ("Role", objects.role(run, ns), lambda b: self.rbac.create_namespaced_role(ns, b)),
+            ("RoleBinding", objects.role_binding(run, ns), lambda b: self.rbac.create_namespaced_role_binding(ns, b)),
+            ("ClusterRole", objects.cluster_role(run), self.rbac.create_cluster_role),
+            ("ClusterRoleBinding", objects.cluster_role_binding(run, ns), self.rbac.create_cluster_role_binding),
+            ("ClusterRole", objects.work_cluster_role(run), self.rbac.create_cluster_role),
         ):
-            try:
-                create(body)
-            except ApiException as exc:
-                if exc.status != 409:  # an existing one is the operator's: used, not removed
-                    raise
-            else:
-                self._created_rbac.append((kind, body["metadata"].get("namespace"), body["metadata"]["name"]))
+            # Intent first: a create whose answer is lost (Ctrl-C) is still removed; a 404 then is fine.
+            self._created_rbac.append((kind, body["metadata"].get("namespace"), body["metadata"]["name"]))
+            create(body)
+
+    def _run_namespace(self, node: str) -> None:
+        """The node's runner namespace and (unless the operator manages RBAC) its rights there."""
+        body = objects.run_namespace(self.run_id, node)
+        name = body["metadata"]["name"]
+        self._namespaces.append(name)
+        self.core.create_namespace(body)
+        if self.settings.service_account is None:
+            self.rbac.create_namespaced_role_binding(
+                name, objects.work_role_binding(self.run_id, name, self.settings.namespace))
 
     def cleanup(self) -> None:
-        """Delete this run's Jobs and pods (and await them), then the RBAC objects it created."""
+        """Delete this run's Jobs and pods (and await them), then its namespaces (and await them),
+        then the RBAC objects it created; `cleaned` says what was removed."""
         ns = self.settings.namespace
+        self.cleaned = []
+        if self._jobs:
+            self.cleaned.append(f"{len(self._jobs)} Job(s) and their runner pods")
         for name in self._jobs:
             try:
                 self.batch.delete_namespaced_job(name, ns, propagation_policy="Background")
@@ -187,6 +204,7 @@ class FleetRun:
         left = [p.metadata.name for p in self.core.list_namespaced_pod(ns, label_selector=selector).items]
         if left:
             self.log(f"stepgraph fleet: runner pods still there after 120 s: {', '.join(left)}")
+        self._remove_namespaces()
         delete = {"ServiceAccount": lambda n, s: self.core.delete_namespaced_service_account(s, n),
                   "Role": lambda n, s: self.rbac.delete_namespaced_role(s, n),
                   "RoleBinding": lambda n, s: self.rbac.delete_namespaced_role_binding(s, n),
@@ -198,7 +216,29 @@ class FleetRun:
             except ApiException as exc:
                 if exc.status != 404:
                     self.log(f"stepgraph fleet: could not delete {kind} {name}: {exc.status} {exc.reason}")
+        if self._created_rbac:
+            self.cleaned.append(f"{len(self._created_rbac)} RBAC object(s)")
         self._jobs, self._created_rbac = [], []
+
+    def _remove_namespaces(self) -> None:
+        """Delete the runners' namespaces — what a runner left in its own goes with it — and await
+        them gone (a namespace is Terminating until everything in it is)."""
+        for name in self._namespaces:
+            try:
+                self.core.delete_namespace(name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    self.log(f"stepgraph fleet: could not delete namespace {name}: {exc.status} {exc.reason}")
+        if self._namespaces:
+            self.cleaned.append(f"{len(self._namespaces)} runner namespace(s)")
+        mine = f"{objects.RUN_LABEL}={self.run_id}"
+        give_up = self.clock() + 120
+        while self.core.list_namespace(label_selector=mine).items and self.clock() < give_up:
+            self.sleep(min(self.settings.poll_s, 1.0))
+        left = [n.metadata.name for n in self.core.list_namespace(label_selector=mine).items]
+        if left:
+            self.log(f"stepgraph fleet: namespaces still terminating after 120 s: {', '.join(left)}")
+        self._namespaces = []
 
 
 def _exit(pod: Any) -> str:

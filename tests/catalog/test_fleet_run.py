@@ -24,8 +24,10 @@ NS = "dynamo-power-test"
 
 
 def test_every_object_is_valid_kubernetes():
-    docs = [objects.service_account(NS), objects.role(NS), objects.role_binding(NS),
-            objects.cluster_role(NS), objects.cluster_role_binding(NS),
+    docs = [objects.service_account("ab12cd", NS), objects.role("ab12cd", NS), objects.role_binding("ab12cd", NS),
+            objects.cluster_role("ab12cd"), objects.cluster_role_binding("ab12cd", NS),
+            objects.work_cluster_role("ab12cd"), objects.work_role_binding("ab12cd", "stepgraph-ab12cd-gpu-node-7", NS),
+            objects.run_namespace("ab12cd", "gpu-node-7"),
             objects.job("ab12cd", "gpu-node-7", "gpu-node-7", NS, "stepgraph-runner:1", ["scenarios/multi_dgd"],
                         {"DCGM_HOSTENGINE_AVAILABLE": "1"}, 3660)]
     for doc in docs:
@@ -40,7 +42,7 @@ def test_a_runner_is_pinned_to_its_node_tolerates_every_taint_and_is_never_retri
     assert spec["nodeSelector"] == {"kubernetes.io/hostname": "host-7"}
     assert spec["tolerations"] == [{"operator": "Exists"}]
     assert job["spec"]["backoffLimit"] == 0 and spec["restartPolicy"] == "Never"
-    assert spec["serviceAccountName"] == objects.NAME
+    assert spec["serviceAccountName"] == objects.account_name("ab12cd")
     env = {e["name"]: e for e in spec["containers"][0]["env"]}
     assert env["STEPGRAPH_LIVE"]["value"] == "1"
     assert env["TEST_NODE"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
@@ -132,6 +134,10 @@ def test_runners_land_one_per_node_and_a_silent_fleet_is_red_then_gone(real_twin
             placed[node] = pod["spec"]["nodeName"]
 
     rbac_seen: set[str] = set()
+    run_namespaces: dict[str, str] = {}  # namespace → the node whose runner it is for
+    real_twin.store.subscribe("namespaces", lambda e, ns: run_namespaces.setdefault(
+        ns["metadata"]["name"], (ns["metadata"].get("annotations") or {}).get(objects.NODE_ANNOTATION))
+        if objects.RUN_LABEL in (ns["metadata"].get("labels") or {}) else None)
     real_twin.store.subscribe("pods", watch)
     for kind in ("serviceaccounts", "roles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io",
                  "clusterroles.rbac.authorization.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io"):
@@ -145,6 +151,9 @@ def test_runners_land_one_per_node_and_a_silent_fleet_is_red_then_gone(real_twin
     assert {r["world"] for r in records} == {"node n1", "node n2", "node n3"}
     assert all(r["outcome"] == "error" and "no result within 3 s (runner pod Running)" in r["reason"] for r in records)
     assert "node n2: FAILED — no result within 3 s" in out
+    assert "cleaned up: removed 3 Job(s) and their runner pods, 3 runner namespace(s), 6 RBAC object(s)" in out
+    assert sorted(run_namespaces.values()) == ["n1", "n2", "n3"] and len(set(run_namespaces)) == 3
+    assert not [n for n in core.list_namespace().items if n.metadata.name in run_namespaces]
     assert batch.list_namespaced_job(NS).items == []
     assert core.list_namespaced_pod(NS, label_selector=objects.RUN_LABEL).items == []
     assert rbac_seen == {"serviceaccounts", "roles", "rolebindings", "clusterroles", "clusterrolebindings"}
@@ -168,3 +177,5 @@ def test_ctrl_c_deletes_the_jobs_and_their_pods(real_twin, tmp_path):
         fleet.run([{"name": n, "hostname": n} for n in ("n1", "n2", "n3")])
     assert batch.list_namespaced_job(NS).items == []
     assert core.list_namespaced_pod(NS, label_selector=objects.RUN_LABEL).items == []
+    assert core.list_namespace(label_selector=objects.RUN_LABEL).items == []
+    assert fleet.cleaned == ["3 Job(s) and their runner pods", "3 runner namespace(s)"]
