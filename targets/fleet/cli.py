@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -89,15 +88,20 @@ def main(argv: list[str] | None = None) -> int:
 
 # -- inside the runner pod -------------------------------------------------------------------
 def node_main(args: argparse.Namespace, pytest_args: list[str]) -> int:
-    reports = Path(args.reports or tempfile.mkdtemp(prefix="stepgraph-fleet-"))
-    argv = [sys.executable, "-m", "stepgraph.dsl.cli", "run", *(args.paths or DEFAULT_PATHS),
-            "--reports", str(reports), "--", "--target", "live", *pytest_args]
-    code = subprocess.call(argv)
-    document = reports / "results.json"
-    sys.stdout.flush()
-    if document.is_file():
-        sys.stdout.write(framed(results.load(document)))
-    sys.stdout.flush()
+    """Run the catalog here (in this process: a runner pod holds one interpreter, not two) and
+    print its results; the reports go to a fresh temporary folder, removed afterwards, unless
+    `--reports` names one."""
+    from stepgraph.dsl.cli import main as stepgraph_main
+
+    with tempfile.TemporaryDirectory(prefix="stepgraph-fleet-") as tmp:
+        reports = Path(args.reports or tmp)
+        code = stepgraph_main(["run", *(args.paths or DEFAULT_PATHS), "--reports", str(reports),
+                               "--", "--target", "live", *pytest_args])
+        document = reports / "results.json"
+        sys.stdout.flush()
+        if document.is_file():
+            sys.stdout.write(framed(results.load(document)))
+        sys.stdout.flush()
     return code
 
 

@@ -26,7 +26,6 @@ NAME = "stepgraph-fleet"
 RUN_LABEL = "stepgraph.dev/fleet-run"
 NODE_ANNOTATION = "stepgraph.dev/node"
 APP_LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": "runner"}
-REPORTS_DIR = "/tmp/stepgraph-reports"
 
 # What the steps do to the system under test in the test namespace (steps/_cluster.py,
 # power_agent.py, faults.py): find the agent and hostengine pods, exec the NVML/DCGM/metrics probes
@@ -150,7 +149,7 @@ def job(run_id: str, node: str, hostname: str | None, namespace: str, image: str
         "tolerations": [{"operator": "Exists"}],
         "containers": [{
             "name": "runner", "image": image,
-            "command": ["stepgraph", "fleet", "node", "--reports", REPORTS_DIR, "--", *run_args],
+            "command": ["stepgraph", "fleet", "node", *run_args],
             "env": container_env,
             "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
         }],

@@ -164,8 +164,11 @@ class ApiServer:
                 raise ApiError(405, f"{request.method} is not supported on discovery documents", "MethodNotAllowed")
             return encoding.json_response(target)
         verb = rest.verb_of(request.method, target, request.query.get("watch", "").lower() in ("1", "true"))
+        # As the real server's request info: a request for one namespace object is a request in
+        # that namespace, so a RoleBinding there can grant `get` on that namespace (and no other).
+        scope = target.name if target.rtype.key == "namespaces" and target.name else target.namespace
         self.auth.check(user, Request(verb, target.rtype.group, target.rtype.plural, target.sub or "",
-                                      target.namespace, target.name))
+                                      scope, target.name))
         if target.rtype.key == "pods" and target.sub in ("log", "exec", "attach", "proxy"):
             return await self._pod_io(request, target)
         if target.rtype.key == "services" and target.sub == "proxy":
