@@ -87,7 +87,10 @@ class Auth:
         return self.mint(pod["metadata"]["namespace"], sa, pod=pod)
 
     def authenticate(self, authorization: str | None) -> User:
-        token = (authorization or "").removeprefix("Bearer ").strip()
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        # The scheme is case-insensitive (RFC 7235), as the real server reads it: the official
+        # client's in-cluster config sends "bearer <token>".
+        token = token.strip() if scheme.lower() == "bearer" else ""
         parts = token.split(".")
         if len(parts) != 3:
             return ADMIN

@@ -3,6 +3,7 @@ configures itself in-cluster and talks HTTPS to the API server with the pod's CA
 
 from __future__ import annotations
 
+from kubernetes import client
 from kubernetes.stream import stream
 from process_rig import eventually, tiny_pod
 
@@ -46,6 +47,13 @@ def test_exec_runs_the_real_command_with_the_containers_environment(twin, core, 
 
 
 def test_a_program_configures_itself_in_cluster_over_https_with_the_pods_ca(twin, core, tiny):
+    # The pod's token is its service account, with the rights RBAC gives it: listing pods needs a grant.
+    rbac = client.RbacAuthorizationV1Api(core.api_client)
+    rbac.create_namespaced_role("default", {"metadata": {"name": "pod-reader"}, "rules": [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]})
+    rbac.create_namespaced_role_binding("default", {
+        "metadata": {"name": "pod-reader"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}]})
     core.create_namespaced_pod("default", tiny_pod("incluster"))
     started(core, "incluster")
     out, err, code = run(core, "incluster", ["python3", "-c", IN_CLUSTER])
