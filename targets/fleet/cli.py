@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "node":
             return node_main(args, passthrough)
         return run_main(args, passthrough)
+    except KeyboardInterrupt:  # before anything was created (after, run_main says what it removed)
+        print("stepgraph fleet: interrupted — removed nothing (none had been created yet)", file=sys.stderr)
+        return 130
     except UsageError as exc:
         print(f"stepgraph fleet: {exc}", file=sys.stderr)
         return 2

@@ -12,8 +12,11 @@ removes another's objects.
 from __future__ import annotations
 
 import secrets
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +24,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from . import objects
-from .results import from_log
+from .results import BEGIN, from_log
 
 
 @dataclass
@@ -60,11 +63,18 @@ class FleetRun:
         self._namespaces: list[str] = []
         self._jobs: list[str] = []
         self.cleaned: list[str] = []  # what the last cleanup removed, one phrase per kind
+        self._cleaning = False
+        self._signals: list[int] = []
 
     # -- the run ----------------------------------------------------------------------------
     def run(self, nodes: list[dict[str, str | None]]) -> list[NodeOutcome]:
         """`nodes`: `{"name", "hostname"}` each. Returns one outcome per node, in order."""
         outcomes = {str(n["name"]): NodeOutcome(str(n["name"])) for n in nodes}
+        with self._signals_handled():
+            self._run(nodes, outcomes)
+        return [outcomes[str(n["name"])] for n in nodes]
+
+    def _run(self, nodes: list[dict[str, str | None]], outcomes: dict[str, NodeOutcome]) -> None:
         try:
             if self.settings.service_account is None:
                 self._ensure_rbac()
@@ -81,7 +91,28 @@ class FleetRun:
             self._await(outcomes)
         finally:
             self.cleanup()
-        return [outcomes[str(n["name"])] for n in nodes]
+
+    @contextmanager
+    def _signals_handled(self) -> Iterator[None]:
+        """SIGINT and SIGTERM interrupt the run (KeyboardInterrupt) — except while it cleans up,
+        when they are only noted and said: stopping half-way would leave objects behind. Signal
+        handlers belong to the main thread; elsewhere the process's own handling stays."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handle(signum: int, _frame: object) -> None:
+            self._signals.append(signum)
+            if not self._cleaning:
+                raise KeyboardInterrupt
+            self.log("stepgraph fleet: still cleaning up — the Jobs, pods and namespaces go first")
+
+        previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def _await(self, outcomes: dict[str, NodeOutcome]) -> None:
         started = self.clock()
@@ -115,9 +146,12 @@ class FleetRun:
         if phase in ("Succeeded", "Failed"):
             text = self._logs(pod)
             document = from_log(text)
-            if document is not None:
+            if document is not None and (phase == "Succeeded" or _has_failures(document)):
                 return document, None
-            return None, f"runner pod {phase.lower()} without results ({_exit(pod)}); log ends: {_tail(text)}"
+            # A runner that failed yet reports no failed scenario (a configuration error, exit 2,
+            # before any scenario ran) must not make its node look green.
+            what = "without results" if document is None else "with no failed scenario"
+            return None, f"runner pod {phase.lower()} {what} ({_exit(pod)}); log ends: {_tail(text.split(BEGIN)[0])}"
         if not pod.spec.node_name and late:
             message = next((c.message for c in (pod.status.conditions or []) if c.type == "PodScheduled" and c.message),
                            "no scheduling decision")
@@ -182,7 +216,19 @@ class FleetRun:
 
     def cleanup(self) -> None:
         """Delete this run's Jobs and pods (and await them), then its namespaces (and await them),
-        then the RBAC objects it created; `cleaned` says what was removed."""
+        then the RBAC objects it created; `cleaned` says what was removed. A Ctrl-C or SIGTERM
+        meanwhile is noted and raised once it is done: stopping half-way would leave objects."""
+        self._cleaning, noted = True, len(self._signals)
+        if self._jobs or self._namespaces or self._created_rbac:
+            self.log(f"stepgraph fleet: run {self.run_id}: removing its Jobs, pods, namespaces and RBAC")
+        try:
+            self._cleanup()
+        finally:
+            self._cleaning = False
+        if len(self._signals) > noted:
+            raise KeyboardInterrupt
+
+    def _cleanup(self) -> None:
         ns = self.settings.namespace
         self.cleaned = []
         if self._jobs:
@@ -193,11 +239,9 @@ class FleetRun:
             except ApiException as exc:
                 if exc.status != 404:
                     self.log(f"stepgraph fleet: could not delete Job {name}: {exc.status} {exc.reason}")
+        # Background propagation (as kubectl deletes): the garbage collector removes each Job's
+        # pods; without it a Job's pods are orphaned and outlive it. Here we only await them.
         selector = f"{objects.RUN_LABEL}={self.run_id}"
-        try:
-            self.core.delete_collection_namespaced_pod(ns, label_selector=selector, grace_period_seconds=0)
-        except ApiException as exc:
-            self.log(f"stepgraph fleet: could not delete the runner pods: {exc.status} {exc.reason}")
         give_up = self.clock() + 120
         while self.core.list_namespaced_pod(ns, label_selector=selector).items and self.clock() < give_up:
             self.sleep(min(self.settings.poll_s, 1.0))
@@ -239,6 +283,11 @@ class FleetRun:
         if left:
             self.log(f"stepgraph fleet: namespaces still terminating after 120 s: {', '.join(left)}")
         self._namespaces = []
+
+
+def _has_failures(document: dict[str, Any]) -> bool:
+    summary = document.get("summary") or {}
+    return bool(summary.get("failed") or summary.get("error"))
 
 
 def _exit(pod: Any) -> str:

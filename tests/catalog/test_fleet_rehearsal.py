@@ -75,3 +75,17 @@ def test_runner_pods_run_stepgraph_and_only_the_broken_node_is_red(twin, tmp_pat
     assert client.CoreV1Api(api).list_namespace(label_selector=objects.RUN_LABEL).items == []
     assert client.RbacAuthorizationV1Api(api).list_cluster_role(label_selector=objects.RUN_LABEL).items == []
     assert twin.processes.children() == []
+
+
+def test_a_runner_that_exits_on_a_configuration_error_is_red_with_its_line(twin, tmp_path, capsys):
+    code = fleet_main(["run", "scenarios/multi_dgd/nvml_caps.feature", "--nodes", "kubernetes.io/hostname=n1",
+                       "--image", f"{RUNNER_IMAGE}:rehearsal", "--env", "STEPGRAPH_VARIANT=nowhere",
+                       "--reports", str(tmp_path), "--kubeconfig", str(twin.kubeconfig_path),
+                       "--design", str(ROOT / "docs/design/multi-tenant-test-plan.md"),
+                       "--schedule-timeout", "60", "--timeout", "300", "--", "-q", "-p", "no:cacheprovider"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    [record] = results_file.load(tmp_path / "results.json")["scenarios"]
+    assert record["outcome"] == "error" and record["world"] == "node n1"
+    assert record["reason"].startswith("node n1: runner pod failed with no failed scenario (exit 2"), record["reason"]
+    assert "STEPGRAPH_VARIANT='nowhere'" in record["reason"]

@@ -179,3 +179,72 @@ def test_ctrl_c_deletes_the_jobs_and_their_pods(real_twin, tmp_path):
     assert core.list_namespaced_pod(NS, label_selector=objects.RUN_LABEL).items == []
     assert core.list_namespace(label_selector=objects.RUN_LABEL).items == []
     assert fleet.cleaned == ["3 Job(s) and their runner pods", "3 runner namespace(s)"]
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer"])  # the in-cluster config sends "bearer"
+def test_a_runner_may_read_its_own_namespace_and_no_other(twin, scheme):
+    api = twin.api_client()
+    core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
+    core.create_namespaced_service_account(NS, objects.service_account("ab12cd", NS))
+    rbac.create_cluster_role(objects.work_cluster_role("ab12cd"))
+    own = objects.run_namespace("ab12cd", "n1")
+    core.create_namespace(own)
+    name = own["metadata"]["name"]
+    rbac.create_namespaced_role_binding(name, objects.work_role_binding("ab12cd", name, NS))
+    cfg = client.Configuration()
+    cfg.host = api.configuration.host
+    cfg.api_key = {"authorization": f"{scheme} {twin.auth.mint(NS, objects.account_name('ab12cd'))}"}
+    runner = client.CoreV1Api(client.ApiClient(cfg))
+    assert runner.read_namespace(name).metadata.name == name
+    with pytest.raises(client.ApiException) as denied:
+        runner.read_namespace(NS)
+    assert denied.value.status == 403
+
+
+def _fleet_process(twin, tmp_path):
+    import subprocess
+    import sys
+    return subprocess.Popen([sys.executable, "-m", "stepgraph.targets.fleet.cli", "run", "--nodes", "power-test/node=target",
+                             "--image", "stepgraph-runner:test", "--reports", str(tmp_path), "--kubeconfig",
+                             str(twin.kubeconfig_path), "--timeout", "300"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _nothing_left(twin):
+    api = twin.api_client()
+    assert client.BatchV1Api(api).list_namespaced_job(NS).items == []
+    assert client.CoreV1Api(api).list_pod_for_all_namespaces(label_selector=objects.RUN_LABEL).items == []
+    assert client.CoreV1Api(api).list_namespace(label_selector=objects.RUN_LABEL).items == []
+    assert client.RbacAuthorizationV1Api(api).list_cluster_role(label_selector=objects.RUN_LABEL).items == []
+    assert client.CoreV1Api(api).list_namespaced_service_account(NS, label_selector=objects.RUN_LABEL).items == []
+
+
+@pytest.mark.parametrize("when", ["at once", "while waiting", "twice, the second while cleaning up"])
+def test_ctrl_c_at_any_moment_leaves_nothing_and_says_what_it_removed(real_twin, tmp_path, when):
+    import signal
+    run = _fleet_process(real_twin, tmp_path)
+    try:
+        if when != "at once":
+            for line in run.stdout:  # the Jobs are in: the run is waiting for them
+                if "Job(s) in" in line:
+                    break
+        run.send_signal(signal.SIGINT)
+        if when.startswith("twice"):
+            for line in run.stdout:
+                if "removing its Jobs" in line:  # the clean-up has begun
+                    break
+            run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=180)
+    finally:
+        run.kill()
+        run.wait()
+    if when == "at once" and run.returncode == -signal.SIGINT:
+        _nothing_left(real_twin)  # the signal came while the interpreter started: before our code ran
+        return
+    assert run.returncode == 130, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("stepgraph fleet: interrupted — removed "), err
+    if when != "at once":
+        assert lines[0] == ("stepgraph fleet: interrupted — removed 3 Job(s) and their runner pods, "
+                            "3 runner namespace(s), 6 RBAC object(s)")
+    _nothing_left(real_twin)
