@@ -60,12 +60,46 @@ OWNER_KINDS = {"DaemonSet": "daemonsets.apps", "Deployment": "deployments.apps",
                "ReplicationController": "replicationcontrollers", "Job": "jobs.batch"}
 
 
+class _Placed:
+    """One DaemonSet's live (not terminating) pods: by name → (node, ready), by node → names, and
+    how many are ready. Kept from the pod events, so that one pod's change costs the controller
+    O(1) — listing (and so copying) every pod of the namespace at each event made starting N
+    nodes cost O(N²)."""
+
+    def __init__(self) -> None:
+        self.pods: dict[str, tuple[str, bool]] = {}
+        self.by_node: dict[str, set[str]] = {}
+        self.ready = 0
+
+    def put(self, name: str, node: str, ready: bool) -> None:
+        self.drop(name)
+        self.pods[name] = (node, ready)
+        self.by_node.setdefault(node, set()).add(name)
+        self.ready += ready
+
+    def drop(self, name: str) -> None:
+        found = self.pods.pop(name, None)
+        if found is not None:
+            node, ready = found
+            self.by_node[node].discard(name)
+            if not self.by_node[node]:
+                del self.by_node[node]
+            self.ready -= ready
+
+    def on(self, node: str) -> set[str]:
+        return self.by_node.get(node, set())
+
+
 class Controllers:
     """All the twin's built-in controllers, wired to store events."""
 
     def __init__(self, store: Any, nodes: list[Node], rng: Any, root_ca: Callable[[], str] | None = None) -> None:
         self.store, self.nodes, self._rng = store, nodes, rng
         self._root_ca = root_ca
+        self._node_named = {n.name: n for n in nodes}
+        self._placed: dict[str, _Placed] = {}     # DaemonSet uid → its live pods
+        self._desired: dict[str, int] = {}        # DaemonSet uid → how many nodes it fits
+        self._synced: dict[str, int] = {}         # DaemonSet uid → the generation last placed
         self.gc = GarbageCollector(store)
         store.subscribe("daemonsets.apps", lambda e, ds: self._daemonset(e, ds))
         store.subscribe("deployments.apps", lambda e, d: self._deployment(e, d))
@@ -174,7 +208,10 @@ class Controllers:
             except ApiError:
                 continue
             if owner["metadata"]["uid"] == ref.get("uid") and not owner["metadata"].get("deletionTimestamp"):
-                self._reconcile(kind, owner)
+                if kind == "daemonsets.apps" and resource == "pods":
+                    self._daemonset_pod(etype, obj, owner)
+                else:
+                    self._reconcile(kind, owner)
 
     def _reconcile(self, kind: str, owner: dict) -> None:
         if kind == "daemonsets.apps":
@@ -187,45 +224,89 @@ class Controllers:
             self._replicas(kind, "MODIFIED", owner)
 
     # -- DaemonSet -------------------------------------------------------------------------
+    # A DaemonSet is placed as a whole (every node it fits gets one pod) when it is created, its
+    # template changes (generation) or the nodes change; after that each pod event is handled for
+    # its own node only, from the `_Placed` index, and the status is kept from the index's counts.
     def reconcile_daemonsets(self) -> None:
         """Re-place every DaemonSet's pods (after node labels or taints changed)."""
         for ds in self.store.list("daemonsets.apps"):
             try:
-                self._daemonset("MODIFIED", ds)
+                self._daemonset("MODIFIED", ds, force=True)
             except ApiError:
                 pass  # deleted meanwhile
 
-    def _daemonset(self, etype: str, ds: dict) -> None:
+    def _daemonset(self, etype: str, ds: dict, *, force: bool = False) -> None:
         md, ns = ds["metadata"], ds["metadata"]["namespace"]
+        uid, generation = md["uid"], int(md.get("generation", 1))
         if etype == "DELETED" or md.get("deletionTimestamp"):
+            for index in (self._placed, self._desired, self._synced):
+                index.pop(uid, None)
             return  # what it owns is the garbage collector's to delete (or orphan)
-        pods = [p for p in _owned(self.store, ns, md["uid"]) if not p["metadata"].get("deletionTimestamp")]
+        if not force and self._synced.get(uid) == generation:
+            return  # its status or metadata changed, not what it places
+        self._synced[uid] = generation  # first: the pod events below see the DaemonSet as placed
+        placed = self._placed[uid] = _Placed()
+        pods = [p for p in _owned(self.store, ns, uid) if not p["metadata"].get("deletionTimestamp")]
+        for p in pods:
+            placed.put(p["metadata"]["name"], p["spec"].get("nodeName") or "", _ready(p))
         template = (ds.get("spec") or {}).get("template") or {}
         tspec = template.get("spec") or {}
-        want = [n for n in self.nodes if self._fits(n, tspec)]
-        generation = str(md.get("generation", 1))
-        for p in list(pods):  # a copy: stale and duplicate pods are removed from `pods` as we go
-            node = p["spec"].get("nodeName")
-            stale = p["metadata"].get("labels", {}).get("pod-template-generation") != generation
-            if stale or node not in {n.name for n in want} or sum(q["spec"].get("nodeName") == node for q in pods) > 1:
-                self._delete_all([p])
-                pods.remove(p)
-        have = {p["spec"].get("nodeName") for p in pods}
-        for node in want:
-            if node.name not in have:
-                pod = self._pod_from(ds, template, md["name"] + "-")
-                pod["metadata"]["labels"]["pod-template-generation"] = generation
-                pod["spec"]["nodeName"] = node.name
-                self.store.create("pods", ns, pod)
-                pods.append(pod)
-        self._ds_status(ds, len(want))
+        want = {n.name for n in self.nodes if self._fits(n, tspec)}
+        self._desired[uid] = len(want)
+        for p in pods:
+            node = p["spec"].get("nodeName") or ""
+            if p["metadata"]["name"] in placed.pods and self._misplaced(p, placed, node in want, str(generation)):
+                placed.drop(p["metadata"]["name"])
+                self._delete("pods", p)
+        for node in self.nodes:
+            if node.name in want and not placed.on(node.name):
+                self._place(ds, template, node.name, str(generation))
+        self._ds_status(ds)
 
-    def _ds_status(self, ds: dict, desired: int) -> None:
+    @staticmethod
+    def _misplaced(pod: dict, placed: _Placed, wanted: bool, generation: str) -> bool:
+        """Stale (an older template), on a node the DaemonSet no longer fits, or a second on its node."""
+        stale = (pod["metadata"].get("labels") or {}).get("pod-template-generation") != generation
+        node = pod["spec"].get("nodeName") or ""
+        return stale or not wanted or min(placed.on(node)) != pod["metadata"]["name"]
+
+    def _daemonset_pod(self, etype: str, pod: dict, ds: dict) -> None:
+        """One of its pods changed: update the index; put that one node right; update the status."""
+        uid, name = ds["metadata"]["uid"], pod["metadata"]["name"]
+        if self._synced.get(uid) is None:
+            self._daemonset("MODIFIED", ds)
+            return
+        placed = self._placed[uid]
+        node = pod["spec"].get("nodeName") or ""
+        if etype == "DELETED" or pod["metadata"].get("deletionTimestamp"):
+            placed.drop(name)
+        else:
+            placed.put(name, node, _ready(pod))
+        template = (ds.get("spec") or {}).get("template") or {}
+        generation = str(ds["metadata"].get("generation", 1))
+        fits = node in self._node_named and self._fits(self._node_named[node], template.get("spec") or {})
+        if name in placed.pods and self._misplaced(pod, placed, fits, generation):
+            placed.drop(name)
+            self._delete("pods", pod)
+        if fits and not placed.on(node):
+            self._place(ds, template, node, generation)
+        self._ds_status(ds)
+
+    def _place(self, ds: dict, template: dict, node: str, generation: str) -> None:
+        pod = self._pod_from(ds, template, ds["metadata"]["name"] + "-")
+        pod["metadata"]["labels"]["pod-template-generation"] = generation
+        pod["spec"]["nodeName"] = node
+        created = self.store.create("pods", ds["metadata"]["namespace"], pod)
+        # Into the index now: the store delivers the pod's own event only after the event being
+        # handled, and a deletion queued before it must not place a second pod on the node.
+        self._placed[ds["metadata"]["uid"]].put(created["metadata"]["name"], node, False)
+
+    def _ds_status(self, ds: dict) -> None:
         md = ds["metadata"]
-        pods = [p for p in _owned(self.store, md["namespace"], md["uid"]) if not p["metadata"].get("deletionTimestamp")]
-        ready = sum(_ready(p) for p in pods)
-        status = {"desiredNumberScheduled": desired, "currentNumberScheduled": len(pods), "numberMisscheduled": 0,
-                  "numberReady": ready, "numberAvailable": ready, "updatedNumberScheduled": len(pods),
+        placed, desired = self._placed.get(md["uid"], _Placed()), self._desired.get(md["uid"], 0)
+        current, ready = len(placed.pods), placed.ready
+        status = {"desiredNumberScheduled": desired, "currentNumberScheduled": current, "numberMisscheduled": 0,
+                  "numberReady": ready, "numberAvailable": ready, "updatedNumberScheduled": current,
                   "observedGeneration": md.get("generation", 1)}
         if ready < desired:
             status["numberUnavailable"] = desired - ready
