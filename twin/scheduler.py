@@ -51,7 +51,8 @@ def _term_matches(term: dict, labels: dict[str, str], fields: dict[str, str]) ->
 
 
 def _requirement(expr: dict, values: dict[str, str]) -> bool:
-    key, op, wanted = expr.get("key"), expr.get("operator"), expr.get("values") or []
+    key: str = expr.get("key") or ""
+    op, wanted = expr.get("operator"), expr.get("values") or []
     present = key in values
     if op == "In":
         return present and values[key] in wanted

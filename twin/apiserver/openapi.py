@@ -76,7 +76,7 @@ def _to_openapi(node: Any, refs: list[str]) -> Any:
         return [_to_openapi(n, refs) for n in node]
     if not isinstance(node, dict):
         return node
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "$ref" and isinstance(value, str) and value.startswith(_REF):
             refs.append(value[len(_REF):])
