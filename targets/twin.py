@@ -138,6 +138,7 @@ class TwinTarget:
         "world_dgds": "own or keep",
         "metrics_via": "exec or proxy",
         "agent": "a folder holding power_agent.py, or `reference`: run the agent as that real program",
+        "leftovers": "remove or adopt",
         "clock": "virtual, real or scaled[:RATE]",
     }
 

@@ -91,3 +91,9 @@ def test_the_target_refuses_a_clock_a_program_cannot_run_on(clock, message):
     with pytest.raises(TargetConfigError) as err:
         TwinTarget(env={}).configure({"agent": "reference", "clock": clock})
     assert str(err.value) == message
+
+
+def test_the_run_accepts_the_agent_clock_and_leftovers_options_the_target_reads():
+    from stepgraph.dsl.target import check_options
+    from stepgraph.targets.twin import TwinTarget
+    check_options(TwinTarget(env={}), {"agent": "reference", "clock": "scaled:25", "leftovers": "adopt"})
