@@ -37,10 +37,10 @@ def agent_pod(twin, core, rbac, make_pod):
     return core.create_namespaced_pod(NS, body).to_dict()
 
 
-def as_token(twin, token: str) -> client.ApiClient:
+def as_token(twin, token: str, scheme: str = "Bearer") -> client.ApiClient:
     config = client.Configuration()
     config.host = twin.base_url
-    config.api_key = {"authorization": f"Bearer {token}"}
+    config.api_key = {"authorization": f"{scheme} {token}"}
     return client.ApiClient(config)
 
 
@@ -63,6 +63,14 @@ def test_the_chart_role_allows_the_namespace_and_forbids_the_cluster(twin, agent
             '"pods" in API group "" at the cluster scope')
         with pytest.raises(ApiException) as err:
             agent.delete_namespaced_pod("agent", NS)
+        assert err.value.status == 403
+
+
+def test_the_in_cluster_configs_lower_case_scheme_is_the_same_service_account(twin, agent_pod):
+    # load_incluster_config() sends "bearer <token>"; the scheme is case-insensitive
+    with as_token(twin, twin.service_account_token(raw(agent_pod)), scheme="bearer") as api:
+        with pytest.raises(ApiException) as err:
+            client.CoreV1Api(api).list_pod_for_all_namespaces()
         assert err.value.status == 403
 
 
