@@ -85,9 +85,13 @@ class StepContext:
         self, condition: Callable[[], T], within: Duration | float, *, interval: float | None = None, description: str = ""
     ) -> T:
         """Retry `condition` on the target's clock until it stops raising AssertionError."""
+        timeout = self.seconds(within)
+        if isinstance(within, Duration) and within.unit == "tick":
+            # the change a tick makes is complete only when its reconcile has done its work
+            timeout += float(getattr(self.session, "reconcile_seconds", 0.0))
         return eventually(
             condition,
-            timeout=self.seconds(within),
+            timeout=timeout,
             clock=self.clock,
             interval=interval or self.poll_interval,
             description=description or self.step_id,

@@ -62,6 +62,10 @@ class Session:
     facts: dict[str, Any] = field(default_factory=dict)
     poll_interval: float = 1.0  # seconds between attempts of a check under `within`
     planner_tick_seconds: float = DEFAULT_PLANNER_TICK_SECONDS  # what `1 planner tick` lasts
+    # How long a tick's reconcile works after it begins, so its effects are complete this much
+    # after the tick: 0 for an agent whose work takes no time on the clock (a virtual one); a
+    # `within N agent ticks` deadline adds it.
+    reconcile_seconds: float = 0.0
 
 
 def check_options(target: Target, options: Mapping[str, str]) -> None:

@@ -35,6 +35,7 @@ from stepgraph.twin import Twin
 from stepgraph.twin.apiserver.errors import ApiError
 from stepgraph.twin.apiserver.selectors import parse_label_selector
 from stepgraph.twin.faults import FaultSwitches
+from stepgraph.twin.process.reconciles import ReconcileTicks
 from stepgraph.twin.world import World, WorldError, agent_program_dir, load_world, profile
 from stepgraph.twin.world_install import build_twin, node_config
 
@@ -123,6 +124,30 @@ def _daemonset_owned(obj: dict) -> bool:
     return any(ref.get("kind") == "DaemonSet" for ref in obj["metadata"].get("ownerReferences") or [])
 
 
+class ProgramTickSession(Session):
+    """The session of a world whose agent is a real program: its agent tick is the program's own,
+    the fixed wait plus its reconcile's work on the twin's clock, measured from its recent ticks
+    (`ReconcileTicks`), so `N agent ticks` means to a scenario what N ticks are to the program."""
+
+    reconciles: ReconcileTicks | None = None
+
+    @property  # type: ignore[override]
+    def tick_seconds(self) -> float:
+        return self._wait_seconds + self.reconcile_seconds
+
+    @tick_seconds.setter
+    def tick_seconds(self, seconds: float) -> None:
+        self._wait_seconds = seconds
+
+    @property  # type: ignore[override]
+    def reconcile_seconds(self) -> float:
+        return self.reconciles.reconcile_seconds() if self.reconciles is not None else 0.0
+
+    @reconcile_seconds.setter
+    def reconcile_seconds(self, seconds: float) -> None:
+        pass  # measured, never set: the dataclass's __init__ passes its default here
+
+
 class TwinTarget:
     """The `twin` target (entry point `stepgraph.targets: twin`)."""
 
@@ -206,7 +231,8 @@ class TwinTarget:
                 k: v for k, v in world.faults.model_dump().items() if v not in (False, [], "seeded", "4.5") and not _default_api_fault(k, v)
             },
         }
-        return Session(
+        session_type = ProgramTickSession if world.agent.program is not None else Session
+        session = session_type(
             clock=self.twin.clock,
             kubeconfig=str(self.twin.kubeconfig_path),
             tick_seconds=world.timing.agent_tick_seconds,
@@ -214,6 +240,9 @@ class TwinTarget:
             capabilities=set(world_capabilities(world)),
             facts=facts,
         )
+        if isinstance(session, ProgramTickSession):
+            session.reconciles = self.twin.processes.reconciles
+        return session
 
     def _objects(self) -> dict[str, set[str]]:
         assert self.twin is not None and self.world is not None

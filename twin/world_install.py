@@ -172,3 +172,5 @@ def register_agent_program(twin: Twin, world: World) -> None:
     program = Program(root=Path(world.agent.program), mount="/app", env=((AGENT_GENERATION_ENV, world.agent.generation),))
     twin.processes.register(twin.workloads, "power-agent-program",
                             ContainerMatch(pod="power-agent-*", container="power-agent"), program)
+    # the program's ticks, as the twin target's session reports them (its reconciles take time)
+    twin.server.extra_middlewares.append(twin.processes.reconciles.middleware(twin.auth.authenticate))

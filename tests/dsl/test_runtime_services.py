@@ -146,3 +146,24 @@ def test_execute_call_retries_checks_binds_results_and_registers_compensation() 
         execute_call(reg.steps["demo.reaches"], Target(value=100), ctx, within=Duration(1, "tick"))
     ctx.finalizers.run()
     assert undone == [42]
+
+
+def test_a_within_in_agent_ticks_also_waits_for_the_ticks_reconcile_and_one_in_seconds_does_not():
+    """An agent whose reconcile takes time (a real program) completes a tick's change that much
+    after the tick; a deadline written in seconds is the author's own and gets nothing added."""
+    clock = ManualClock()
+    ctx = StepContext(session=Session(clock=clock, tick_seconds=15, reconcile_seconds=3),
+                      bindings=Bindings(), finalizers=FinalizerStack())
+
+    def done_at(t: float):
+        def check() -> float:
+            if clock.now() < t:
+                raise CheckFailed("not yet", expected=t, observed=clock.now())
+            return clock.now()
+        return check
+
+    assert ctx.eventually(done_at(17.0), Duration(1, "tick")) == 17.0  # past 15 s: 15 + 3
+    start = clock.now()
+    with pytest.raises(EventuallyTimeout) as err:
+        ctx.eventually(done_at(start + 16.5), Duration(15, "s"))
+    assert "after 15 s" in str(err.value)

@@ -45,6 +45,7 @@ from ..workloads import ExecResult, HttpResponse, StartFailure, Workload, Worklo
 from .child._stepgraph_ports import POD_IP_ENV, read_table
 from .child._stepgraph_ports import TABLE_ENV as PORTS_ENV
 from .podenv import ContainerConfigError, command_line, container_env
+from .reconciles import ReconcileTicks
 from .view import SERVICE_ACCOUNT_DIR, Mount, NodeView, ProcessView, ViewError
 
 _PYTHON = re.compile(r"python(3(\.\d+)?)?")
@@ -110,6 +111,7 @@ class ProcessRuntime:
         self.devices = DeviceDirectory()     # the nodes' GPU models; the GPU side adds its boards
         self.api_server = api_server         # () → (HTTPS port on loopback, CA PEM): what a pod's in-cluster config uses
         self.token_for: Callable[[dict], str] = default_token  # pod → its service-account token
+        self.reconciles = ReconcileTicks(clock)  # fed by the API server (world_install adds its middleware)
         self._view: NodeView | None = None
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="twin-spawner")
         self._children: set[subprocess.Popen] = set()
@@ -253,6 +255,7 @@ class ProcessWorkload(Workload):
 
     # -- life cycle -----------------------------------------------------------------------
     def start(self, ctx: WorkloadContext) -> None:
+        self.runtime.reconciles.forget(ctx.pod_uid)
         if self.runtime.api_server is not None:
             self._https_port, self._ca_pem = self.runtime.api_server()
         try:

@@ -1,0 +1,59 @@
+"""A real agent program's tick is its fixed wait plus its reconcile's work on the twin's clock:
+the twin measures it from the program's own pod LISTs (by its service-account token), never from
+anyone else's, and a restart's gap is not a tick."""
+
+from __future__ import annotations
+
+import pytest
+
+from stepgraph.dsl import ManualClock
+from stepgraph.twin.process.reconciles import ReconcileTicks
+
+
+def test_the_longest_recent_reconcile_beyond_the_wait_is_reported():
+    ticks = ReconcileTicks(ManualClock(), wait_seconds=15, recent=3)
+    assert ticks.reconcile_seconds() == 0.0
+    for at in (0.0, 15.5, 33.5, 48.7):
+        ticks.listed("agent-a", at)
+    assert abs(ticks.reconcile_seconds() - 3.0) < 1e-9  # 15.5, 18.0, 15.2 → the 18 s tick
+    ticks.listed("agent-a", 63.9)
+    ticks.listed("agent-a", 79.0)
+    assert abs(ticks.reconcile_seconds() - 0.2) < 1e-9  # the 18 s tick has left the recent three
+
+
+def test_a_restart_drops_the_containers_history():
+    ticks = ReconcileTicks(ManualClock(), wait_seconds=15)
+    ticks.listed("agent-a", 0.0)
+    ticks.forget("agent-a")  # the container restarted: start-up is not a tick
+    ticks.listed("agent-a", 95.0)
+    assert ticks.reconcile_seconds() == 0.0
+    ticks.listed("agent-a", 111.0)
+    assert abs(ticks.reconcile_seconds() - 1.0) < 1e-9
+
+
+def test_the_twin_targets_agent_tick_is_the_reference_agent_programs_measured_tick():
+    from kubernetes import client
+    from process_rig import eventually
+
+    from stepgraph.targets.twin import TwinTarget
+
+    target = TwinTarget(env={})
+    session = target.start({"agent": "reference", "clock": "scaled:25"})
+    twin = target.twin
+    try:
+        ticks = twin.processes.reconciles
+        agents = eventually(lambda: [p for p in twin.store.list("pods", None)
+                                     if p["metadata"]["name"].startswith("power-agent-")], 30, "the agent pod")
+        uid = agents[0]["metadata"]["uid"]
+        eventually(lambda: len(ticks._lists.get(uid, ())) >= 3, 60, "three reconciles of the agent")
+        api = twin.api_client()
+        try:  # the kubeconfig's LISTs (the steps') are no agent's ticks
+            client.CoreV1Api(api).list_pod_for_all_namespaces(field_selector=f"spec.nodeName={twin.node.name}")
+        finally:
+            api.close()
+        assert set(ticks._lists) == {uid}
+        reconcile = session.reconcile_seconds
+        assert 0 < reconcile < 15  # a real reconcile takes time, less than the wait
+        assert session.tick_seconds == pytest.approx(15 + reconcile, abs=1)  # (a tick may end between reads)
+    finally:
+        target.stop(session)
