@@ -127,6 +127,8 @@ class ProcessRuntime:
     def node_view(self) -> NodeView:
         """What the programs see of the node (made at the first process container's start)."""
         with self._lock:
+            if self.closed:  # a start racing the twin's stop must not make a view nobody closes
+                raise ViewError("the process runtime is closed")
             if self._view is None:
                 self._view = NodeView(self.devices, self.store, self.clock)
             return self._view
@@ -283,12 +285,19 @@ class ProcessWorkload(Workload):
                      POD_IP_ENV: str((ctx.store.get("pods", ctx.namespace, ctx.pod_name).get("status") or {})
                                      .get("podIP", "127.0.0.1"))}
         self._ports = ports
-        argv = self.command(argv)
+        try:
+            argv = self.command(argv)
+        except ViewError as exc:
+            self._close_view()
+            raise StartFailure("CreateContainerConfigError", str(exc)) from None
         try:
             proc = self.runtime.spawn(argv, env=self._env, cwd=self.program.root)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             self._close_view()
             raise StartFailure("StartError", _start_error(argv[0], exc), exit_code=128) from None
+        except RuntimeError as exc:  # the runtime closed meanwhile (the twin is stopping)
+            self._close_view()
+            raise StartFailure("CreateContainerError", str(exc)) from None
         running = _Running(proc)
         for stream in (proc.stdout, proc.stderr):
             reader = threading.Thread(target=_pump, args=(stream, ctx.log), daemon=True, name=f"twin-log-{proc.pid}")

@@ -131,7 +131,9 @@ class NodeView:
         self.directory = directory
         self.store = store
         self.clock = clock
-        self.folder = Path(tempfile.mkdtemp(prefix="sgv-", dir=workdir or _short_tmp()))
+        # Named like every stepgraph temp folder (stepgraph-<what>-<pid>-): a later run removes
+        # the folder of a runner that was killed before it could.
+        self.folder = Path(tempfile.mkdtemp(prefix=f"stepgraph-view-{os.getpid()}-", dir=workdir or _short_tmp()))
         self._bridge = ViewBridge(self.folder)
         # The children run with PYTHONDONTWRITEBYTECODE, so compile the hook once here: every
         # interpreter start (each exec'd probe) then loads bytecode instead of compiling source.

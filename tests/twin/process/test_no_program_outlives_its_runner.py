@@ -9,8 +9,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
+import pytest
 from process_rig import TINY, eventually, pid_alive
+
+from stepgraph.dsl.tempdirs import sweep_stale
+from stepgraph.twin.process.view import ViewError
 
 RUNNER = textwrap.dedent(f"""
     import re, sys, time
@@ -31,7 +36,7 @@ RUNNER = textwrap.dedent(f"""
         if "ready" in text:
             break
         time.sleep(0.02)
-    print(re.search(r"^pid (\\d+)$", text, re.M).group(1), flush=True)
+    print(re.search(r"^pid (\\d+)$", text, re.M).group(1), twin.processes.node_view().folder, flush=True)
     time.sleep(600)
 """)
 
@@ -41,11 +46,28 @@ def test_a_runner_killed_with_sigkill_takes_its_programs_with_it():
     try:
         ready, _, _ = select.select([runner.stdout], [], [], 60)
         assert ready, "the runner did not start its program within 60 s"
-        pid = int(runner.stdout.readline())
+        pid_text, folder = runner.stdout.readline().split()
+        pid = int(pid_text)
         assert pid_alive(pid)
         os.kill(runner.pid, signal.SIGKILL)
         runner.wait(timeout=10)
         eventually(lambda: not pid_alive(pid), timeout=10, what="the program's end after its runner's")
+        # the view's folder outlives a killed runner; the next run's sweep removes it
+        assert Path(folder).exists()
+        assert Path(folder) in sweep_stale(str(Path(folder).parent))
     finally:
         runner.kill()
         runner.wait()
+
+
+def test_a_stopped_twin_leaves_no_view_folder_and_a_late_container_start_makes_none(twin, core, tiny):
+    core.create_namespaced_pod("default", {"metadata": {"name": "p"},
+                                           "spec": {"containers": [{"name": "main", "image": "tiny:1"}]}})
+    eventually(lambda: "ready" in core.read_namespaced_pod_log("p", "default"), what="the program's start")
+    folder = twin.processes.node_view().folder
+    twin.stop()
+    assert not folder.exists()
+    before = set(folder.parent.iterdir())
+    with pytest.raises(ViewError, match="closed"):  # a kubelet start racing the stop
+        twin.processes.node_view()
+    assert set(folder.parent.iterdir()) - before == set()

@@ -93,6 +93,16 @@ def test_a_missing_config_map_keeps_the_container_waiting(twin, core, tiny):
     assert waiting.message == 'configmap "absent" not found'
 
 
+def test_a_command_line_that_would_skip_the_view_keeps_the_container_waiting_and_leaves_no_folder(twin, core, tiny):
+    body = tiny_pod("isolated")
+    body["spec"]["containers"][0]["command"] = ["python3", "-I", "/app/tiny_program.py"]
+    core.create_namespaced_pod("default", body)
+    waiting = eventually(lambda: status(core, "isolated").state.waiting and status(core, "isolated").state.waiting.reason
+                         == "CreateContainerConfigError" and status(core, "isolated").state.waiting)
+    assert "'-I' makes Python skip the twin's start-up hook" in waiting.message
+    assert list((twin.processes.node_view().folder / "c").iterdir()) == []  # the refused start's view is gone
+
+
 def test_stopping_the_twin_leaves_no_process_behind(twin, core, tiny):
     core.create_namespaced_pod("default", tiny_pod("forks", env={"MODE": "fork"}))
     text = eventually(lambda: "ready" in (t := logs(core, "forks")) and t)
