@@ -105,3 +105,23 @@ def test_a_virtual_clock_cannot_drive_a_process(rig):
             view.open(ctx)
     finally:
         view.close()
+
+
+# The main thread holds an Event's lock exactly as it does inside Event.wait (which the scaled
+# clock makes it enter `rate` times as often) when SIGTERM arrives; the handler, run in that same
+# thread, sets the Event, as every agent's SIGTERM handler does.
+SIGTERM_WHILE_WAITING = """
+import os, signal, threading
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+with stop._cond:
+    os.kill(os.getpid(), signal.SIGTERM)
+    handled = stop.is_set()
+print("stopped" if handled else "not stopped")
+"""
+
+
+def test_a_sigterm_handler_setting_the_event_the_main_thread_waits_on_goes_through(rig):
+    """With Python's own Event (a plain Lock) this handler deadlocks: the run below times out."""
+    result = rig.run(rig.open(), SIGTERM_WHILE_WAITING, timeout=20)
+    assert (result.returncode, result.stdout.strip()) == (0, "stopped"), result.stderr
