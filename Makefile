@@ -63,4 +63,4 @@ bench: $(LINKS)
 	$(BIN)/python bench/bench_ratios.py
 
 clean:
-	rm -rf $(VENV) reports build *.egg-info
+	rm -rf $(VENV) reports reports-process build *.egg-info

@@ -126,14 +126,14 @@ def _daemonset_owned(obj: dict) -> bool:
 
 class ProgramTickSession(Session):
     """The session of a world whose agent is a real program: its agent tick is the program's own,
-    the fixed wait plus its reconcile's work on the twin's clock, measured from its recent ticks
-    (`ReconcileTicks`), so `N agent ticks` means to a scenario what N ticks are to the program."""
+    the fixed wait plus its typical reconcile's work on the twin's clock, measured from its recent
+    ticks (`ReconcileTicks`), so `N agent ticks` means to a scenario what N ticks are to the program."""
 
     reconciles: ReconcileTicks | None = None
 
     @property  # type: ignore[override]
     def tick_seconds(self) -> float:
-        return self._wait_seconds + self.reconcile_seconds
+        return self._wait_seconds + (self.reconciles.typical_seconds() if self.reconciles is not None else 0.0)
 
     @tick_seconds.setter
     def tick_seconds(self, seconds: float) -> None:
@@ -141,7 +141,11 @@ class ProgramTickSession(Session):
 
     @property  # type: ignore[override]
     def reconcile_seconds(self) -> float:
-        return self.reconciles.reconcile_seconds() if self.reconciles is not None else 0.0
+        """How much later than N typical ticks the N-th tick's change can land: the tick under way
+        when a window opens may be the slowest seen, and so may the reconcile that applies it."""
+        if self.reconciles is None:
+            return 0.0
+        return 2 * self.reconciles.longest_seconds() - self.reconciles.typical_seconds()
 
     @reconcile_seconds.setter
     def reconcile_seconds(self, seconds: float) -> None:
@@ -217,7 +221,8 @@ class TwinTarget:
         self._before = self._objects()
         facts = {
             "target": "twin",
-            "world": world.name,
+            # a program world is its own column and expectation: its outcomes are a real program's
+            "world": world.name if world.agent.program is None else f"{world.name}+process",
             "seed": world.seed,
             "variant": world.variant,
             "namespace": world.namespace,
@@ -226,6 +231,8 @@ class TwinTarget:
             "agent_generation": world.agent.generation,
             "path": "A" if world.operator.install else "B",
             "metrics_via": self.metrics_via,
+            **({"agent_program": world.agent.program, "clock": self.clock or "scaled"}
+               if world.agent.program is not None else {}),
             "leftovers": leftover_option(options),
             "faults": {
                 k: v for k, v in world.faults.model_dump().items() if v not in (False, [], "seeded", "4.5") and not _default_api_fault(k, v)

@@ -10,9 +10,10 @@ change made just after one LIST reaches a GPU only at the next reconcile's write
 
 `ReconcileTicks` records, per agent container, when each such LIST arrives (the service-account
 token of the pod tells whose it is; the kubeconfig's admin requests — the steps' own LISTs — are
-not an agent's) and reports the longest reconcile of the last few ticks: the time between two
-LISTs beyond the wait. A container start drops that container's history, so the gap of a restart
-is never taken for a tick.
+not an agent's) and reports the reconciles of the last few ticks (the time between two LISTs
+beyond the wait): the typical one, which makes a tick's length, and the longest, which bounds how
+late a tick's change can land. A container's start and end drop its history, so the gap of a
+restart is never taken for a tick.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import base64
 import itertools
 import json
 import re
+import statistics
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -50,15 +52,24 @@ class ReconcileTicks:
             self._lists.setdefault(agent, deque(maxlen=self._recent + 1)).append(self.clock.now() if at is None else at)
 
     def forget(self, agent: str) -> None:
-        """The container (re)started: the time since its last LIST was start-up, not a tick."""
+        """The container started or ended: the time around it is start-up or absence, not a tick."""
         with self._lock:
             self._lists.pop(agent, None)
 
-    def reconcile_seconds(self) -> float:
-        """The longest reconcile of any agent's recent ticks (0 before two LISTs of one container)."""
+    def reconciles(self) -> list[float]:
+        """The recent reconciles of every running agent container, in seconds (each tick beyond the wait)."""
         with self._lock:
             gaps = [b - a for times in self._lists.values() for a, b in itertools.pairwise(times)]
-        return max([0.0, *(gap - self.wait_seconds for gap in gaps)])
+        return [max(0.0, gap - self.wait_seconds) for gap in gaps]
+
+    def typical_seconds(self) -> float:
+        """The median recent reconcile: what one tick lasts beyond the wait (0 before two LISTs)."""
+        found = self.reconciles()
+        return statistics.median(found) if found else 0.0
+
+    def longest_seconds(self) -> float:
+        """The longest recent reconcile (0 before two LISTs of one container)."""
+        return max(self.reconciles(), default=0.0)
 
     def middleware(self, authenticate: Callable[[str | None], Any]) -> Callable[..., Any]:
         """An aiohttp middleware of the API server that calls `listed` for an agent's pod LIST."""

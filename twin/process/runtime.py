@@ -316,6 +316,7 @@ class ProcessWorkload(Workload):
         for reader in running.readers:  # the last lines (a traceback) reach the log before the status
             reader.join()
         self.runtime.forget(running.proc)
+        self.runtime.reconciles.forget(ctx.pod_uid)
         self._close_view()
         if not self.runtime.closed:  # a twin going down ends its programs; no container restarts then
             ctx.clock.call_later(0, lambda: ctx.exit(code))  # kubelet state changes on the clock's thread
