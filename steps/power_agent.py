@@ -108,8 +108,9 @@ WattsList = Annotated[str, AfterValidator(watts_list)]
 
 @given("agent.running", "the Power Agent is running on the test node", key="agent_running", needs=("k8s", "agent"))
 def running(ctx: StepContext, params: NoParams) -> None:
-    """Exactly one Power Agent pod is Running on the test node (the seed's fixture precondition)."""
-    ctx.eventually(cluster(ctx).find_agent, 180.0, description="one Power Agent pod running on the test node")
+    """Exactly one Power Agent pod is Running and Ready on the test node (the seed's fixture
+    precondition; what `kubectl rollout status` waits for)."""
+    ctx.eventually(lambda: _ready(cluster(ctx).find_agent()), 180.0, description="one Power Agent pod running on the test node")
 
 
 @given("agent.baseline", "a baseline of the Power Agent counters as {as}", key="counter_baseline", produces="metrics", needs=("agent",))
@@ -301,7 +302,16 @@ def _new_agent_running(c: Cluster, not_uid: str | None) -> client.V1Pod:
         raise CheckFailed("one new Power Agent pod running", expected=f"1 running pod other than {not_uid}",
                           observed={p.metadata.name: p.status.phase if p.status else None for p in c.system_pods(AGENT_SELECTOR)}
                           or "none")
-    return running[0]
+    return _ready(running[0])
+
+
+def _ready(pod: client.V1Pod) -> client.V1Pod:
+    """The pod, if its Ready condition is True (a program still starting is Running, not Ready)."""
+    conditions = (pod.status.conditions if pod.status else None) or []
+    if not any(cond.type == "Ready" and cond.status == "True" for cond in conditions):
+        raise CheckFailed(f"Power Agent pod {pod.metadata.name} Ready", expected="Ready=True",
+                          observed={cond.type: cond.status for cond in conditions} or "no conditions")
+    return pod
 
 
 def _await_agent(ctx: StepContext, not_uid: str | None = None) -> None:

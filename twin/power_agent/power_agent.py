@@ -22,6 +22,10 @@ import sys
 import threading
 from typing import Any
 
+# At the top, as every real agent version imports it: the program's start-up is over once its
+# imports are (the twin's kubelet marks it Ready at its first call, NVML's init among them).
+from kubernetes import client, config
+
 from stepgraph.twin.dcgm import (
     DCGM_FI_DEV_POWER_MGMT_LIMIT,
     DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF,
@@ -59,7 +63,6 @@ class ContainerFiles:
 
 
 def pod_lister(namespace: str | None, node_name: str):
-    from kubernetes import client, config
     try:
         config.load_incluster_config()
     except config.ConfigException:

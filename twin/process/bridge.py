@@ -10,6 +10,7 @@ Every request and reply is one line of TAB-separated fields; a reply starts with
 - `cgroup <pid>` → `0 <text as JSON>`, `1` (not a twin PID: the machine's own /proc answers) or
   `2` (a twin PID this container cannot see, or one that has ended: no such file)
 - `dcgm <request as JSON>` → `0 <result as JSON>` or `<DCGM_ST_* code> <message>`
+- `up` → `0` (the start-up hook, at the program's first wait: its start-up is over)
 
 Each connection gets its own NVML library object, so `nvmlInit`'s reference count is per
 process, as with the real driver.
@@ -49,6 +50,7 @@ class ContainerEndpoints:
     nvml: Callable[[], NvmlLibrary] | None
     cgroup: Callable[[int], str | None]
     dcgm: Callable[[str, int], DcgmConnection] | None = None
+    up: Callable[[], None] = lambda: None  # the program's start-up is over (its first wait)
 
 
 @dataclass
@@ -133,6 +135,9 @@ class ViewBridge:
 
 def _answer(conn: _Connection, fields: list[str]) -> list[str]:
     kind, args = fields[0], fields[1:]
+    if kind == "up" and not args:  # the start-up hook: the program has begun to wait
+        conn.endpoints.up()
+        return ["0"]
     if kind == "nvml" and args:
         return _nvml(conn, args[0], args[1:])
     if kind == "cgroup" and len(args) == 1 and args[0].isdigit():

@@ -49,6 +49,8 @@ from .reconciles import ReconcileTicks
 from .view import SERVICE_ACCOUNT_DIR, Mount, NodeView, ProcessView, ViewError
 
 _PYTHON = re.compile(r"python(3(\.\d+)?)?")
+#: Twin seconds after which a program that has not waited yet counts as up anyway.
+UP_WITHOUT_WAITING_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -229,6 +231,12 @@ class ProcessWorkload(Workload):
         self._https_port = 0
         self._ca_pem = ""
         self._ports: Path | None = None
+        # On a scaled clock the program's start-up (interpreter, imports, first work) lasts `rate`
+        # times its wall time — a 2 s Python start is 50 twin s at 25x, where a node's is ~2 s —
+        # so the container is Ready only once the program first waits (an agent: after its first
+        # tick, which a node's agent has done ~2 s after its start). On real time: Ready at start.
+        self.ready_on_start = getattr(runtime.clock, "child_time", None) is None
+        self._up = threading.Event()
 
     # -- what the container sees ----------------------------------------------------------
     def environment(self, ctx: WorkloadContext) -> dict[str, str]:
@@ -257,7 +265,7 @@ class ProcessWorkload(Workload):
 
     # -- life cycle -----------------------------------------------------------------------
     def start(self, ctx: WorkloadContext) -> None:
-        self.runtime.reconciles.forget(ctx.pod_uid)
+        self.runtime.reconciles.restarted(ctx.node.name)
         if self.runtime.api_server is not None:
             self._https_port, self._ca_pem = self.runtime.api_server()
         try:
@@ -267,8 +275,15 @@ class ProcessWorkload(Workload):
         argv = command_line(ctx.container, spec_env, self.program.entrypoint, self.program.cmd)
         if not argv:
             raise StartFailure("CreateContainerError", "failed to generate container spec: no command specified")
+        def up() -> None:
+            if not self._up.is_set():
+                self._up.set()
+                ctx.clock.call_later(0, lambda: ctx.set_ready(True))  # kubelet state changes on the clock's thread
+        if not self.ready_on_start:
+            ctx.clock.call_later(UP_WITHOUT_WAITING_S, up)  # a program that never waits
         try:
-            self._view = self.runtime.node_view().open(ctx, [Mount(self.program.mount, str(self.program.root), True)])
+            self._view = self.runtime.node_view().open(ctx, [Mount(self.program.mount, str(self.program.root), True)],
+                                                       up=up)
             if self._ca_pem and any(m.container_path == SERVICE_ACCOUNT_DIR for m in self._view.mounts):
                 try:
                     token = self.runtime.token_for(ctx.pod)
@@ -316,7 +331,8 @@ class ProcessWorkload(Workload):
         for reader in running.readers:  # the last lines (a traceback) reach the log before the status
             reader.join()
         self.runtime.forget(running.proc)
-        self.runtime.reconciles.forget(ctx.pod_uid)
+        self.runtime.reconciles.restarted(ctx.node.name)
+        self._up.set()  # this instance is over: its start-up timer must not mark the next one
         self._close_view()
         if not self.runtime.closed:  # a twin going down ends its programs; no container restarts then
             ctx.clock.call_later(0, lambda: ctx.exit(code))  # kubelet state changes on the clock's thread

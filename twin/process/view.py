@@ -30,7 +30,7 @@ import posixpath
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,7 +144,7 @@ class NodeView:
         self._views: dict[str, ProcessView] = {}
 
     # -- per container --------------------------------------------------------------------------
-    def open(self, ctx: Any, mounts: Iterable[Mount] = ()) -> ProcessView:
+    def open(self, ctx: Any, mounts: Iterable[Mount] = (), up: Callable[[], None] | None = None) -> ProcessView:
         """A view for one start of the container `ctx.container` of pod `ctx.pod` (a WorkloadContext)."""
         time_env = _time_contract(self.clock)
         devices = self.directory.get(ctx.node.name)
@@ -179,7 +179,10 @@ class NodeView:
             "rootfs": str(folder / "rootfs"),
         }
         (folder / "view.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
-        self._bridge.register(token, self._endpoints(ctx, devices))
+        endpoints = self._endpoints(ctx, devices)
+        if up is not None:
+            endpoints.up = up
+        self._bridge.register(token, endpoints)
 
         def close() -> None:
             self._bridge.unregister(token)

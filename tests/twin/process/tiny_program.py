@@ -4,9 +4,11 @@ MODE=serve (default) runs until SIGTERM, then writes "bye" and exits 0; MODE=han
 MODE=slow takes $STOP_SECONDS to exit after SIGTERM; MODE=crash raises at start; MODE=exit exits
 with $CODE; MODE=signal kills itself with SIGKILL; MODE=fork also starts a `sleep` child;
 MODE=http also answers HTTP GET on $PORT (default 8080) with its host name and the path.
+START_SECONDS=N spends N wall seconds in select() before "ready" (a start-up without waits or calls).
 """
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -19,6 +21,8 @@ for name in sorted(os.environ.get("SHOW", "").split(",")):
         print(f"env {name}={os.environ.get(name, '<unset>')}", flush=True)
 print("a line on stderr", file=sys.stderr, flush=True)
 mode = os.environ.get("MODE", "serve")
+if os.environ.get("START_SECONDS"):  # a start-up the hook does not see (as imports): no wait, no call
+    select.select([], [], [], float(os.environ["START_SECONDS"]))
 if mode == "crash":
     raise RuntimeError("boom at start")
 if mode == "exit":

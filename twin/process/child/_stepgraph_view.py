@@ -68,9 +68,24 @@ def install_time(rate: float, anchor: str) -> None:
     def wall() -> float:
         return twin_wall0 + elapsed()
 
+    announced = []
+    starting_thread = threading.local()
+
+    def up() -> None:
+        # The program's first wait ends its start-up; on this clock start-up lasts `rate` times
+        # its wall time, so the kubelet holds the container not Ready until it hears this. The
+        # wait inside Thread.start (for the new thread to run) is start-up, not the program waiting.
+        if not announced and not getattr(starting_thread, "on", False):
+            announced.append(True)
+            try:
+                BRIDGE.call("up")
+            except BridgeGone:
+                pass  # no twin to tell: nothing waits for it
+
     def sleep(seconds: float) -> None:
         if seconds < 0:
             raise ValueError("sleep length must be non-negative")
+        up()
         real_sleep(seconds / rate)
 
     real_clock_gettime = time.clock_gettime
@@ -99,13 +114,24 @@ def install_time(rate: float, anchor: str) -> None:
     real_wait, real_join = threading.Condition.wait, threading.Thread.join
 
     def wait(self, timeout=None):
+        up()
         return real_wait(self, None if timeout is None else timeout / rate)
 
     def join(self, timeout=None):
         return real_join(self, None if timeout is None else timeout / rate)
 
+    real_thread_start = threading.Thread.start
+
+    def thread_start(self):
+        starting_thread.on = True
+        try:
+            return real_thread_start(self)
+        finally:
+            starting_thread.on = False
+
     threading.Condition.wait = wait  # type: ignore[method-assign]
     threading.Thread.join = join  # type: ignore[method-assign]
+    threading.Thread.start = thread_start  # type: ignore[method-assign]
     threading._time = monotonic  # type: ignore[attr-defined]  # Condition.wait_for and Semaphore deadlines
 
     # A signal handler that sets an Event (the agents' SIGTERM handler) runs in the main thread,
