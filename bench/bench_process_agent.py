@@ -1,12 +1,12 @@
 """The agent as a real process (scaled clock) against the in-process agent (virtual clock).
 
-    .venv/bin/python bench/bench_process_agent.py [--worlds path-b,path-a] [--seconds 5] [--no-catalog]
+    .venv/bin/python bench/bench_process_agent.py [--worlds path-b,path-a] [--seconds 5] [--rate 25] [--no-catalog]
 
 Per world it measures, for both agents, alternating which runs first:
 - start-up: wall seconds from `build_twin(world).start()` to the agent's first reconcile (its
   first pod LIST for the node), i.e. what a process world costs before the first scenario step;
 - ticks: agent reconciles per wall second while the twin runs on its own (the process agent on
-  the scaled clock's default rate; the in-process agent with the virtual clock advanced in
+  the scaled clock at `--rate`; the in-process agent with the virtual clock advanced in
   15 s steps as fast as it goes);
 - catalog: the wall time of `stepgraph run --world W` (with `--target-option agent=reference` for
   the process agent) and its pass/fail/skip counts.
@@ -30,11 +30,11 @@ from stepgraph.twin.world_install import build_twin
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def counting_twin(world_name: str, process: bool):
+def counting_twin(world_name: str, process: bool, rate: float):
     world = load_world(profile(world_name))
     if process:
         world.agent.program = str(agent_program_dir("reference"))
-    twin = build_twin(world)
+    twin = build_twin(world, **({"clock": f"scaled:{rate}"} if process else {}))
     ticks: list[float] = []
 
     def counting(original):
@@ -51,8 +51,8 @@ def counting_twin(world_name: str, process: bool):
     return twin, ticks
 
 
-def startup_and_ticks(world_name: str, process: bool, seconds: float) -> tuple[float, float]:
-    twin, ticks = counting_twin(world_name, process)
+def startup_and_ticks(world_name: str, process: bool, seconds: float, rate: float) -> tuple[float, float]:
+    twin, ticks = counting_twin(world_name, process, rate)
     t0 = time.monotonic()
     twin.start()
     try:
@@ -77,8 +77,8 @@ def startup_and_ticks(world_name: str, process: bool, seconds: float) -> tuple[f
         twin.stop()
 
 
-def catalog(world_name: str, process: bool) -> tuple[float, str]:
-    extra = ["--target-option", "agent=reference"] if process else []
+def catalog(world_name: str, process: bool, rate: float) -> tuple[float, str]:
+    extra = ["--target-option", "agent=reference", "--target-option", f"clock=scaled:{rate}"] if process else []
     t0 = time.monotonic()
     done = subprocess.run([str(ROOT / ".venv" / "bin" / "stepgraph"), "run", "--world", world_name, "--",
                            *extra, "-q", "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
@@ -91,6 +91,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worlds", default="path-b,path-b-dcgm,path-a,path-a-dcgm")
     parser.add_argument("--seconds", type=float, default=5.0, help="wall seconds to count ticks over")
+    parser.add_argument("--rate", type=float, default=25.0, help="the process agent's scaled clock (make run-process's)")
     parser.add_argument("--no-catalog", action="store_true")
     args = parser.parse_args()
     rows = []
@@ -98,12 +99,12 @@ def main() -> int:
         order = (True, False) if n % 2 == 0 else (False, True)  # alternate which agent runs first
         results = {}
         for process in order:
-            startup, rate = startup_and_ticks(world_name, process, args.seconds)
-            wall, outcome = catalog(world_name, process) if not args.no_catalog else (float("nan"), "-")
+            startup, rate = startup_and_ticks(world_name, process, args.seconds, args.rate)
+            wall, outcome = catalog(world_name, process, args.rate) if not args.no_catalog else (float("nan"), "-")
             results[process] = (startup, rate, wall, outcome)
         for process in (True, False):
             startup, rate, wall, outcome = results[process]
-            rows.append((world_name, "process (scaled)" if process else "in-process (virtual)", startup, rate, wall,
+            rows.append((world_name, f"process (scaled {args.rate:g}x)" if process else "in-process (virtual)", startup, rate, wall,
                          outcome))
     print("| world | agent | start-up to first tick (s) | ticks per wall s | catalog wall (s) | catalog |")
     print("|---|---|---|---|---|---|")
