@@ -131,9 +131,11 @@ class NodeView:
         self.directory = directory
         self.store = store
         self.clock = clock
-        # Named like every stepgraph temp folder (stepgraph-<what>-<pid>-): a later run removes
-        # the folder of a runner that was killed before it could.
-        self.folder = Path(tempfile.mkdtemp(prefix=f"stepgraph-view-{os.getpid()}-", dir=workdir or _short_tmp()))
+        # In the temp directory it is named like every stepgraph temp folder (stepgraph-<what>-<pid>-),
+        # so a later run removes the folder of a runner killed before it could; in a caller's
+        # folder (which the caller removes) a short name keeps the socket path within 108 bytes.
+        prefix = "sgv-" if workdir is not None else f"stepgraph-view-{os.getpid()}-"
+        self.folder = Path(tempfile.mkdtemp(prefix=prefix, dir=workdir or _short_tmp()))
         self._bridge = ViewBridge(self.folder)
         # The children run with PYTHONDONTWRITEBYTECODE, so compile the hook once here: every
         # interpreter start (each exec'd probe) then loads bytecode instead of compiling source.
