@@ -68,7 +68,7 @@ def install_time(rate: float, anchor: str) -> None:
     def wall() -> float:
         return twin_wall0 + elapsed()
 
-    announced = []
+    announced: list[bool] = []
     starting_thread = threading.local()
 
     def up() -> None:
