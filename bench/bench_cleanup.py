@@ -11,7 +11,7 @@ and wall time under API faults, and the time from SIGINT to exit.
    latency/watch drop; latency 0.05 s): scenarios passed / run, wall time, leftovers.
 3. SIGINT to exit: `pytest <scenario>` in a child process, SIGINT from outside each delay after
    the child's twin started (its work folder appears); the time until the child exited, its exit
-   code and last line.
+   code, the temp folders it left and its last line.
 """
 
 from __future__ import annotations
@@ -93,7 +93,9 @@ def sigint_to_exit(scenario: str, delays: list[float]) -> None:
         out, _ = child.communicate(timeout=120)
         took = time.perf_counter() - sent
         last = (out.strip().splitlines() or [""])[-1]
-        print(f"SIGINT {delay:.1f} s after start: exit {child.returncode} after {took:.2f} s; last line: {last[:160]}")
+        folders = len(list(Path(tempfile.gettempdir()).glob(f"stepgraph-*-{child.pid}-*")))
+        print(f"SIGINT {delay:.1f} s after start: exit {child.returncode} after {took:.2f} s, {folders} temp folders left;"
+              f" last line: {last[:160]}")
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ needs the target lacks are skipped before any setup. A run without scenario path
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from . import interrupts, tempdirs
+from . import interrupts, runid, tempdirs
 from .bdd_steps import STEP_LOCATION, expect_steps, set_attachment
 from .checks import order_hazards
 from .collect import ITEM_SCENARIO, TAG_KINDS, ScenarioModule
@@ -63,11 +64,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     info = run_info(config)
+    runid.begin(config)
     interrupts.install()  # SIGTERM too ends the run through pytest's interrupt path, cleaning up
+    gc.unfreeze()  # what an interrupted earlier run in this process froze (see pytest_unconfigure)
     stale = tempdirs.sweep_stale()  # what killed runs left in the temp directory
     if stale:
         info.cleanup.notes.append(f"removed {len(stale)} temp folder(s) of killed runs ({', '.join(p.name for p in stale)})")
-    config.pluginmanager.register(_InterruptWatch(info), "stepgraph-interrupt-watch")
+    config.pluginmanager.register(_InterruptWatch(info, config), "stepgraph-interrupt-watch")
     for kind, meaning in TAG_KINDS.items():
         config.addinivalue_line("markers", f"{kind}: stepgraph tag kind — {meaning}; select with -m '{kind}:VALUE'")
     doc = config.getini("stepgraph_design_doc")
@@ -85,11 +88,29 @@ class _InterruptWatch:
     """Marks the run interrupted when pytest sees the KeyboardInterrupt: from then on pytest tears
     fixtures down from its session end, where cleanup reports failures instead of raising them."""
 
-    def __init__(self, info: RunInfo) -> None:
+    def __init__(self, info: RunInfo, config: pytest.Config) -> None:
         self.info = info
+        self.config = config
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.info.cleanup.interrupted = True
+        if not self.config.getoption("fulltrace", False):  # (no such option without the terminal plugin)
+            # The terminal reporter renders the whole traceback (parsing the source file of each of
+            # its 60-90 entries) although, without --full-trace, it prints only the line where the
+            # interrupt arrived — seconds on a loaded machine, and the compensations run only
+            # after it. Only the entries from that line on are kept, so that line is unchanged.
+            excinfo.traceback = _from_last_shown(excinfo)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.info.cleanup.interrupted:
+            # An interrupted run is over once its cleanup ran (the target is stopped): what is left
+            # is walking the heap — pytest collects garbage twice more to find unraisable
+            # exceptions and the interpreter once more at exit, most of a second on a loaded
+            # machine between Ctrl-C and the prompt. Freezing the heap skips those walks; a later
+            # run in this process unfreezes it when it starts.
+            gc.freeze()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
@@ -103,10 +124,19 @@ class _InterruptWatch:
                 raise pending
 
 
+def _from_last_shown(excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+    """The traceback from its last entry not hidden by `__tracebackhide__` (pytest's crash line) on."""
+    entries = list(excinfo.traceback)
+    for i in range(len(entries) - 1, -1, -1):
+        if not entries[i].ishidden(excinfo):
+            return type(excinfo.traceback)(entries[i:])
+    return excinfo.traceback
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     interrupts.uninstall()
     info = config.stash.get(RUN_INFO, None)
-    if info is not None and info.session is not None:  # a run that started a target: say what it cleaned up
+    if info is not None and info.starting:  # a run that started a target (or began to): say what it cleaned up
         _last_line(config, info.cleanup.summary())
 
 

@@ -64,6 +64,7 @@ class RunInfo:
     target_name: str | None = None
     target: Target | None = None
     session: TargetSession | None = None
+    starting: bool = False  # the target's start was called (it may have been cut short)
     design_ids: Collection[str] | None = None  # plug in a design-doc parser here (static check 9)
     design_source: str = ""
     scenarios: dict[tuple[str, str], ScenarioInfo] = field(default_factory=dict)

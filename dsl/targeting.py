@@ -66,9 +66,11 @@ def stepgraph_session(pytestconfig: pytest.Config) -> Iterator[TargetSession]:
     """The target session, started once for the run."""
     info = pytestconfig.stash[RUN_INFO]
     target = ensure_target(pytestconfig)
+    info.starting = True
     try:
         info.session = target.start(_target_options(pytestconfig))
     except TargetConfigError as exc:
+        info.starting = False  # refused before anything started: its one line is all the run says
         pytest.exit(f"stepgraph: target {target.name!r}: {exc}", returncode=2)
     try:
         yield info.session

@@ -18,14 +18,13 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from stepgraph.dsl import CheckFailed, StepContext
+from stepgraph.dsl import CheckFailed, StepContext, runid
 
 from . import probes
 from ._clients import ClusterError, ExecResult, NotFound, api_client, exec_in_pod, retrying, translated
@@ -60,12 +59,11 @@ class RunStamp:
 
     @classmethod
     def new(cls) -> RunStamp:
-        """This run's stamp: one per process (every node of a per-node run shares it), and one for
-        all the pytest-xdist workers of a run (they share PYTEST_XDIST_TESTRUNUID), so that no
-        worker takes another's objects for a leftover."""
+        """This run's stamp: one per run (every node of a per-node run and every pytest-xdist
+        worker of a run shares its id, so no worker takes another's objects for a leftover)."""
         global _THIS_RUN
-        if _THIS_RUN is None:
-            run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")[:12] or uuid.uuid4().hex[:12]
+        run_id = runid.current()
+        if _THIS_RUN is None or _THIS_RUN.id != run_id:
             started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             _THIS_RUN = cls(run_id, socket.gethostname()[:253], started)
         return _THIS_RUN

@@ -217,7 +217,15 @@ class TwinTarget:
             self.configure(options)
         world = self.world
         assert world is not None
-        self.twin = build_twin(world, **({"clock": self.clock} if self.clock else {})).start()
+        twin = build_twin(world, **({"clock": self.clock} if self.clock else {}))
+        try:
+            twin.start()
+        except BaseException:
+            # Cut short (Ctrl-C, a failed start hook): no session exists, so no stop() will come —
+            # what did start (the server's thread, programs, the work folder) is stopped here.
+            twin.stop()
+            raise
+        self.twin = twin
         self._before = self._objects()
         facts = {
             "target": "twin",
