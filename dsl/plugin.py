@@ -59,12 +59,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="KEY=VALUE",
         help="option passed to the target's start(), repeatable",
     )
+    group.addoption(
+        "--cleanup-timeout",
+        dest="stepgraph_cleanup_timeout",
+        default=str(DEFAULT_CLEANUP_TIMEOUT_S),
+        metavar="SECONDS",
+        help=f"wall-clock bound of each cleanup (a scenario's compensations, the run-end checks; default "
+        f"{DEFAULT_CLEANUP_TIMEOUT_S:g}): what is not undone by then is named and the run fails",
+    )
     add_nodes_option(group)
+
+
+#: Long enough for a live node's slowest honest cleanup (deletes and pod waits of 120 s each),
+#: short enough that a stuck API server ends the run.
+DEFAULT_CLEANUP_TIMEOUT_S = 600.0
+MAX_CLEANUP_TIMEOUT_S = 86400.0
+
+
+def _cleanup_timeout(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds <= MAX_CLEANUP_TIMEOUT_S:  # NaN fails too
+        pytest.exit(f"stepgraph: --cleanup-timeout {text!r} — give seconds, more than 0 and at most "
+                    f"{MAX_CLEANUP_TIMEOUT_S:g} (a day), e.g. --cleanup-timeout 300", returncode=2)
+    return seconds
 
 
 def pytest_configure(config: pytest.Config) -> None:
     info = run_info(config)
     runid.begin(config)
+    info.cleanup_budget_s = _cleanup_timeout(str(config.getoption("stepgraph_cleanup_timeout")))
     interrupts.install()  # SIGTERM too ends the run through pytest's interrupt path, cleaning up
     gc.unfreeze()  # what an interrupted earlier run in this process froze (see pytest_unconfigure)
     stale = tempdirs.sweep_stale()  # what killed runs left in the temp directory

@@ -70,6 +70,7 @@ class RunInfo:
     scenarios: dict[tuple[str, str], ScenarioInfo] = field(default_factory=dict)
     ids: dict[str, Location] = field(default_factory=dict)  # scenario id → where it was first seen
     cleanup: CleanupLedger = field(default_factory=CleanupLedger)  # what the run undid and left
+    cleanup_budget_s: float | None = None  # wall-clock bound of each cleanup (--cleanup-timeout)
 
     @property
     def facts(self) -> dict[str, Any]:

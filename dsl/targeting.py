@@ -15,7 +15,7 @@ import pytest
 
 from .bdd_steps import ScenarioRuntime
 from .collect import ITEM_SCENARIO
-from .finalizers import CleanupInterrupted, FinalizerStack
+from .finalizers import CleanupInterrupted, CleanupTimedOut, FinalizerStack
 from .nodes import NodeSession
 from .runinfo import RUN_INFO, RunInfo
 from .target import Target, TargetConfigError, TargetSession, check_options, default_target_name, load_target
@@ -95,7 +95,7 @@ def stepgraph_run_finalizers(pytestconfig: pytest.Config, stepgraph_session: Tar
     yield stack
     info = pytestconfig.stash[RUN_INFO]
     try:
-        _cleanup(info, stack.run, stack=None, what="run-end checks")
+        _cleanup(info, lambda: stack.run(info.cleanup_budget_s), stack=None, what="run-end checks")
     finally:
         info.cleanup.verified_by += stack.ran
 
@@ -125,7 +125,11 @@ def stepgraph_scenario(
     try:
         yield runtime
     finally:
-        _cleanup(info, runtime.finalizers.run, stack=runtime.finalizers, what="compensations")
+        _cleanup(info, lambda: runtime.finalizers.run(info.cleanup_budget_s), stack=runtime.finalizers, what="compensations")
+
+
+class CleanupTookTooLong(AssertionError):
+    """A cleanup ran out of its time bound; the message names what it did not undo."""
 
 
 def _cleanup(info: RunInfo, run: Callable[[], None], *, stack: FinalizerStack | None, what: str) -> None:
@@ -136,7 +140,7 @@ def _cleanup(info: RunInfo, run: Callable[[], None], *, stack: FinalizerStack | 
     interrupted, pytest tears fixtures down from its session end, where an exception would end
     in a raw traceback and skip the rest of the cleanup: failures are then printed as one line
     each and the run ends with pytest's interrupted exit code. A second Ctrl-C during the cleanup
-    stops it, printing exactly what is left.
+    stops it, printing exactly what is left; so does the cleanup's time bound, and fails the run.
     """
     __tracebackhide__ = True
     try:
@@ -146,6 +150,14 @@ def _cleanup(info: RunInfo, run: Callable[[], None], *, stack: FinalizerStack | 
         info.cleanup.left += [f"not undone: {d}" for d in exc.left if f"not undone: {d}" not in info.cleanup.left]
         sys.stderr.write(f"stepgraph: interrupted again during cleanup — left as is: {'; '.join(exc.left)}\n")
         pytest.exit(f"stepgraph: cleanup interrupted; {info.cleanup.summary()}", returncode=pytest.ExitCode.INTERRUPTED)
+    except CleanupTimedOut as exc:
+        _record(info, stack)  # what a stack did not undo is in the ledger now, for the last line
+        if stack is None:
+            info.cleanup.left += [f"not done: {d}" for d in exc.left]
+        message = f"stepgraph: {what} took longer than {exc.budget_s:g} s (--cleanup-timeout) — left as is: {'; '.join(exc.left)}"
+        sys.stderr.write(message + "\n")
+        if not info.cleanup.interrupted:  # the run fails (an interrupted one exits 2 already)
+            raise CleanupTookTooLong(message) from None
     except BaseException as exc:
         _record(info, stack)
         if stack is None and not isinstance(exc, KeyboardInterrupt):  # a check at the end: what it found is left

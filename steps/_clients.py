@@ -112,9 +112,10 @@ def api_error(exc: ApiException) -> ApiError:
 
 
 def reraise_interrupt(exc: BaseException) -> None:
-    """Raise the KeyboardInterrupt (or SystemExit) the client wrapped into `exc`, if it did."""
+    """Raise the KeyboardInterrupt (or SystemExit, or the cleanup's time bound — any exception
+    that is not an Exception) the client wrapped into `exc`, if it did."""
     cause = exc.__context__ or exc.__cause__
-    if isinstance(exc, _api_exception()) and isinstance(cause, (KeyboardInterrupt, SystemExit)):
+    if isinstance(exc, _api_exception()) and isinstance(cause, BaseException) and not isinstance(cause, Exception):
         raise cause.with_traceback(None) from None
 
 

@@ -9,9 +9,12 @@ the end of the scenario. `bench/bench_cleanup.py` tries every single request.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from catalog_runs import run_catalog
 from cleanup_recorder import CleanupRecorder
+from twin_fault_flips import FlipBeforeTeardown
 
 from stepgraph.steps._cluster import SIGINT_AFTER_ENV
 
@@ -52,3 +55,21 @@ def test_the_catalog_passes_at_a_10_percent_api_fault_rate_and_leaves_nothing(mo
         assert run.returncode == 0, f"{world}: {run.output[-3000:]}"
         assert not run.ids("failed") and not run.ids("error")
         assert recorder.summary.endswith("nothing left behind") and "run-end check" in recorder.summary, recorder.summary
+
+
+def test_a_stuck_api_during_cleanup_ends_the_run_at_the_bound_naming_what_was_not_undone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SIGINT_AFTER_ENV, raising=False)
+    recorder = CleanupRecorder()
+    # Once the steps are done, every API request waits a minute for its answer: a stuck server.
+    stuck = FlipBeforeTeardown({"api_fault_rate": 1.0, "api_fault_kinds": ["latency"], "api_latency_seconds": 60})
+    started = time.monotonic()
+    run = run_catalog("--target-option", "world=path-b", "--cleanup-timeout", "2", files=(SCENARIO,), plugins=(recorder, stuck))
+    took = time.monotonic() - started
+    assert run.returncode == 1, run.output[-3000:]
+    assert recorder.summary.startswith("stepgraph cleanup: LEFT BEHIND: "), recorder.summary
+    not_undone = [item for item in recorder.left if item.startswith("not undone: ")]
+    assert any("topology.running" in item for item in not_undone), recorder.left
+    assert "not undone: restore every GPU to its default limit" in recorder.left, recorder.left
+    assert any(item.startswith("not done: the run-end check") for item in recorder.left), recorder.left
+    assert any("is at" in item and "not its default" in item for item in recorder.left), recorder.left  # the twin's own check
+    assert took < 60, f"{took:.0f} s: the bound did not hold"

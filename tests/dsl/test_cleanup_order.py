@@ -1,18 +1,21 @@
 """Cleanup semantics of the runtime: a compensation is registered before its step acts, `last`
 finalizers (GPU restores) run after all others whatever failed, a second Ctrl-C during cleanup
-stops it and names what is left, and the ledger behind every run's last line."""
+stops it and names what is left, so does the cleanup's time bound, and the ledger behind every
+run's last line."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
+import time
 
 import pytest
 
 from stepgraph.dsl import Bindings, FinalizerError, FinalizerStack, ManualClock, Params, Registry, Session, StepContext, interrupts
 from stepgraph.dsl.cleanup import CleanupLedger
 from stepgraph.dsl.execute import execute_call
-from stepgraph.dsl.finalizers import CleanupInterrupted
+from stepgraph.dsl.finalizers import CleanupInterrupted, CleanupTimedOut
 
 
 class Count(Params):
@@ -139,3 +142,40 @@ def test_the_last_line_says_what_was_undone_and_names_every_leftover() -> None:
         "stepgraph cleanup: LEFT BEHIND: pods power-conflict-bystander was created by the run and is still there;"
         " GPU 3 is at 300 W, not its default 400 W — remove these by hand"
     )
+
+
+def test_a_cleanup_stuck_in_a_read_that_never_answers_stops_at_its_bound_and_names_what_is_left() -> None:
+    stack, order = FinalizerStack(), []
+    stuck, server = socket.socketpair()  # a request sent, its answer never coming
+    stuck.settimeout(30)  # only so that a broken bound fails this test instead of hanging it
+    stack.push(lambda: order.append("restore GPUs"), "restore GPUs", last=True)
+    stack.push(lambda: order.append("delete topology"), "delete topology")
+    stack.push(lambda: stuck.recv(1), "delete bystander")
+    started = time.monotonic()
+    try:
+        with pytest.raises(CleanupTimedOut) as stopped:
+            stack.run(budget_s=0.3)
+    finally:
+        stuck.close()
+        server.close()
+    assert time.monotonic() - started < 10
+    assert order == [] and stopped.value.left == ["delete bystander", "delete topology", "restore GPUs"]
+    assert "cleanup took longer than 0.3 s; not undone: delete bystander; delete topology; restore GPUs" in str(stopped.value)
+    assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_cleanup_within_its_bound_runs_everything() -> None:
+    stack, order = FinalizerStack(), []
+    stack.push(lambda: order.append("restore GPUs"), "restore GPUs", last=True)
+    stack.push(lambda: order.append("delete topology"), "delete topology")
+    stack.run(budget_s=30)
+    assert order == ["delete topology", "restore GPUs"] and stack.left == []
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("value", ["0", "nan", "1e9", "soon"])
+def test_a_cleanup_timeout_that_is_no_bound_is_refused_with_one_line(pytester: pytest.Pytester, value: str) -> None:
+    result = pytester.runpytest_subprocess(f"--cleanup-timeout={value}")
+    assert result.ret == 2
+    said = result.stdout.str() + result.stderr.str()
+    assert f"stepgraph: --cleanup-timeout {value!r} — give seconds, more than 0 and at most 86400" in said
