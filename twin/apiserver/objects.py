@@ -6,12 +6,12 @@ Kept apart from the store so the store only does bookkeeping (versions, events, 
 from __future__ import annotations
 
 import base64
-import copy
 import random
 import re
 from datetime import UTC, datetime
 from typing import Any
 
+from .copies import copy_tree
 from .errors import invalid
 from .resources import ResourceType
 
@@ -336,7 +336,7 @@ def service_update_problems(old: dict, new: dict) -> list[tuple[str, str, str]]:
     if not spec.get("clusterIP") and not spec.get("clusterIPs"):
         for k in ("clusterIP", "clusterIPs"):
             if k in was:
-                spec[k] = copy.deepcopy(was[k])
+                spec[k] = copy_tree(was[k])
         return []
     wanted = spec.get("clusterIPs") or [spec.get("clusterIP")]
     if was.get("clusterIP") and wanted[0] != was["clusterIP"]:
@@ -347,7 +347,7 @@ def service_update_problems(old: dict, new: dict) -> list[tuple[str, str, str]]:
 
 def updated(rtype: ResourceType, old: dict, body: dict, subresource: str | None) -> dict:
     """The object an update would store: identity from `old`, spec/status per subresource."""
-    new = copy.deepcopy(body)
+    new = copy_tree(body)
     new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
     md = new.setdefault("metadata", {})
     for k in ("uid", "creationTimestamp", "namespace", "name", "deletionTimestamp",
@@ -358,11 +358,11 @@ def updated(rtype: ResourceType, old: dict, body: dict, subresource: str | None)
             md.pop(k, None)
     has_status = "status" in rtype.subresources
     if subresource == "status":
-        kept = copy.deepcopy(old)
+        kept = copy_tree(old)
         kept["status"] = new.get("status", {})  # metadata and spec stay as they were, as on a real server
         return kept
     if has_status and "status" in old:
-        new["status"] = copy.deepcopy(old["status"])
+        new["status"] = copy_tree(old["status"])
     elif has_status:
         new.pop("status", None)
     if rtype.key == "pods" and (problems := pod_update_problems(old, new)):

@@ -7,12 +7,12 @@ and `$patch: replace|delete` directives work as kubectl sends them.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import jsonpatch
 
 from . import schemas
+from .copies import copy_tree
 from .errors import ApiError, bad_request
 
 JSON_PATCH = "application/json-patch+json"
@@ -42,7 +42,7 @@ def apply(kind: str, current: dict, patch: Any, *, builtin: bool, schema: dict |
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge recursively, null deletes, anything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return copy_tree(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -72,7 +72,7 @@ def strategic_merge_patch(target: dict, patch: Any, schema: dict | None) -> dict
 def _merge_map(target: Any, patch: dict, schema: dict) -> Any:
     directive = patch.get("$patch")
     if directive == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: copy_tree(v) for k, v in patch.items() if k != "$patch"}
     if directive == "delete":
         return None
     result = dict(target) if isinstance(target, dict) else {}
@@ -92,19 +92,19 @@ def _merge_map(target: Any, patch: dict, schema: dict) -> Any:
             else:
                 result[key] = merged
         else:
-            result[key] = copy.deepcopy(value)
+            result[key] = copy_tree(value)
     return result
 
 
 def _merge_list(target: Any, patch: list, raw: dict) -> list:
     strategy = raw.get("x-kubernetes-patch-strategy", "")
     if "merge" not in strategy.split(",") or not isinstance(target, list):
-        return [copy.deepcopy(v) for v in patch if not (isinstance(v, dict) and v.get("$patch"))]
+        return [copy_tree(v) for v in patch if not (isinstance(v, dict) and v.get("$patch"))]
     key = raw.get("x-kubernetes-patch-merge-key")
     if key is None:  # a set of primitives (finalizers): union, keeping order
         return list(target) + [v for v in patch if v not in target]
     item_schema = schemas.items(raw)
-    result = [copy.deepcopy(v) for v in target]
+    result = [copy_tree(v) for v in target]
     for item in patch:
         if not isinstance(item, dict):
             continue

@@ -206,8 +206,9 @@ async def handle_resource(request: web.Request, store: Store, target: Target,
                                                 field_selector=q.get("fieldSelector"), version=version)
         return _json(tables.table(rt, items, rv, store.clock.wall(), rt.printer_columns.get(version),
                                   q.get("includeObject", "Metadata")))
+    # Answers are encoded and dropped: the store's own objects serve, without a copy.
     if verb == "get":
-        return _json(store.get(rt, ns, target.named, version=version))
+        return _json(store.get(rt, ns, target.named, version=version, copy=False))
     if verb == "list":
         return _list(request, store, target)
     if verb == "watch":
@@ -217,13 +218,14 @@ async def handle_resource(request: web.Request, store: Store, target: Target,
             raise resource_missing()
         body = await read_body(request)
         check_kind(body, target)
-        obj = store.create(rt, ns, body, version=version, strict=strict, warnings=warnings, dry_run=dry_run)
+        obj = store.create(rt, ns, body, version=version, strict=strict, warnings=warnings, dry_run=dry_run,
+                           copy=False)
         return _json(obj, 201, warnings)
     if verb == "update":
         body = await read_body(request)
         check_kind(body, target)
         obj = store.replace(rt, ns, target.named, body, subresource=target.sub, version=version, strict=strict,
-                            warnings=warnings, dry_run=dry_run, field_manager=q.get("fieldManager"))
+                            warnings=warnings, dry_run=dry_run, field_manager=q.get("fieldManager"), copy=False)
         return _json(obj, 200, warnings)
     if verb == "patch":
         if request.content_type not in patches.PATCH_TYPES:
@@ -233,7 +235,7 @@ async def handle_resource(request: web.Request, store: Store, target: Target,
         existed = request.content_type != patches.APPLY_PATCH or _exists(store, rt, ns, target.named)
         obj = store.patch(rt, ns, target.named, body, patch_type=request.content_type, subresource=target.sub,
                           version=version, strict=strict, warnings=warnings, dry_run=dry_run,
-                          field_manager=q.get("fieldManager"), force=_flag(request, "force"))
+                          field_manager=q.get("fieldManager"), force=_flag(request, "force"), copy=False)
         return _json(obj, 200 if existed else 201, warnings)
     if verb == "delete":
         opts = await _delete_options(request)

@@ -14,7 +14,7 @@ events they cause are queued behind the current ones, so every subscriber sees o
 from __future__ import annotations
 
 import builtins  # Store.list shadows the builtin in its own annotations
-import copy
+import functools
 import random
 import threading
 import uuid as uuidlib
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import encoding, fieldmanager, objects, patches, schemas
+from .copies import copy_tree
 from .dispatch import Dispatcher
 from .errors import ApiError, already_exists, bad_request, conflict, invalid, not_found
 from .paging import ListSnapshots
@@ -65,10 +66,15 @@ class Store:
             return str(self._rv)
 
     @staticmethod
-    def out(rtype: ResourceType, obj: dict, version: str | None = None) -> dict:
-        result = copy.deepcopy(obj)
-        result["apiVersion"], result["kind"] = rtype.api_version(version), rtype.kind
-        return result
+    def out(rtype: ResourceType, obj: dict, version: str | None = None, *, copy: bool = True) -> dict:
+        """`obj` as served in `version`. A stored object is never changed in place (a write stores
+        a new one), so `copy=False` may share it: a shallow dict for callers that only read it
+        (encode it, patch it into a new one)."""
+        if copy:
+            result = copy_tree(obj)
+            result["apiVersion"], result["kind"] = rtype.api_version(version), rtype.kind
+            return result
+        return {**obj, "apiVersion": rtype.api_version(version), "kind": rtype.kind}
 
     def _bucket(self, rtype: ResourceType) -> dict[tuple[str, str], dict]:
         return self._objs.setdefault(rtype.key, {})
@@ -80,10 +86,13 @@ class Store:
         return obj
 
     # -- reads ----------------------------------------------------------------------------
-    def get(self, resource: str | ResourceType, namespace: str | None, name: str, *, version: str | None = None) -> dict:
+    def get(self, resource: str | ResourceType, namespace: str | None, name: str, *, version: str | None = None,
+            copy: bool = True) -> dict:
+        """The object; `copy=False`: shared with the store, not to be changed (see `out`)."""
         rtype = self.rtype(resource)
         with self._lock:
-            return self.out(rtype, self._current(rtype, namespace if rtype.namespaced else None, name), version)
+            return self.out(rtype, self._current(rtype, namespace if rtype.namespaced else None, name), version,
+                            copy=copy)
 
     def list(self, resource: str | ResourceType, namespace: str | None = None, *, label_selector: str | None = None,
              field_selector: str | None = None, version: str | None = None) -> list[dict]:
@@ -118,12 +127,13 @@ class Store:
     # -- writes ---------------------------------------------------------------------------
     def create(self, resource: str | ResourceType, namespace: str | None, body: dict, *,
                version: str | None = None, strict: bool = False, warnings: builtins.list[str] | None = None,
-               dry_run: bool = False) -> dict:
-        """Create; `dry_run` runs every check and default and stores nothing (`?dryRun=All`)."""
+               dry_run: bool = False, copy: bool = True) -> dict:
+        """Create; `dry_run` runs every check and default and stores nothing (`?dryRun=All`);
+        `copy=False` returns the stored object itself (see `out`)."""
         rtype = self.rtype(resource)
         if not isinstance(body, dict):
             raise bad_request("the body of the request was in an unknown format")
-        obj = copy.deepcopy(body)
+        obj = copy_tree(body)
         md = obj.setdefault("metadata", {})
         if not isinstance(md, dict):
             raise bad_request("metadata must be an object")
@@ -151,14 +161,15 @@ class Store:
                 md["generation"] = 1
             obj["apiVersion"], obj["kind"] = rtype.api_version(version), rtype.kind
             if dry_run:
-                return self.out(rtype, obj, version)
+                return self.out(rtype, obj, version, copy=copy)
             self._commit(rtype, "ADDED", None, obj)
         self._drain()
-        return self.out(rtype, obj, version)
+        return self.out(rtype, obj, version, copy=copy)
 
     def replace(self, resource: str | ResourceType, namespace: str | None, name: str, body: dict, *,
                 subresource: str | None = None, version: str | None = None, strict: bool = False,
-                warnings: builtins.list[str] | None = None, dry_run: bool = False, field_manager: str | None = None) -> dict:
+                warnings: builtins.list[str] | None = None, dry_run: bool = False, field_manager: str | None = None,
+                copy: bool = True) -> dict:
         rtype = self.rtype(resource)
         if not isinstance(body, dict) or not isinstance(body.get("metadata", {}), dict):
             raise bad_request("the body of the request was in an unknown format")
@@ -173,17 +184,18 @@ class Store:
             self._record_update(rtype, old, new, field_manager, version)
             self._validate(rtype, new, version, strict, warnings)
             if dry_run:
-                return self.out(rtype, new, version)
+                return self.out(rtype, new, version, copy=copy)
             result = self._write(rtype, old, new)
         self._drain()
-        return self.out(rtype, result, version) if result else self.out(rtype, new, version)
+        return self.out(rtype, result or new, version, copy=copy)
 
     def patch(self, resource: str | ResourceType, namespace: str | None, name: str, patch: Any, *,
               patch_type: str = "merge", subresource: str | None = None, version: str | None = None,
               strict: bool = False, warnings: builtins.list[str] | None = None, dry_run: bool = False,
-              field_manager: str | None = None, force: bool = False) -> dict:
+              field_manager: str | None = None, force: bool = False, copy: bool = True) -> dict:
         """Patch with one of `merge`, `strategic`, `json`, `apply` (or their content types); an
-        apply patch of a missing object creates it, as server-side apply does."""
+        apply patch of a missing object creates it, as server-side apply does. `copy=False`
+        returns the stored object itself (see `out`)."""
         rtype = self.rtype(resource)
         kind = {"merge": patches.MERGE_PATCH, "strategic": patches.STRATEGIC_PATCH,
                 "json": patches.JSON_PATCH, "apply": patches.APPLY_PATCH}.get(patch_type, patch_type)
@@ -197,9 +209,11 @@ class Store:
                 body = fieldmanager.apply(None, body, field_manager or "", force, rtype.api_version(version),
                                           objects.timestamp(self.clock.wall()))
                 return self.create(rtype, namespace, body, version=version, strict=strict, warnings=warnings,
-                                   dry_run=dry_run)
+                                   dry_run=dry_run, copy=copy)
             old = self._current(rtype, ns, name)
-            current = self.out(rtype, old, version)
+            # Merge, JSON and strategic patches build a new object and leave their input alone;
+            # server-side apply gets a copy of its own.
+            current = self.out(rtype, old, version, copy=kind == patches.APPLY_PATCH)
             if kind == patches.APPLY_PATCH:
                 if not isinstance(patch, dict):
                     raise bad_request("the body of an apply patch must be an object")
@@ -220,10 +234,10 @@ class Store:
                 self._record_update(rtype, old, new, field_manager, version)
             self._validate(rtype, new, version, strict, warnings)
             if dry_run:
-                return self.out(rtype, new, version)
+                return self.out(rtype, new, version, copy=copy)
             result = self._write(rtype, old, new)
         self._drain()
-        return self.out(rtype, result or new, version)
+        return self.out(rtype, result or new, version, copy=copy)
 
     def _record_update(self, rtype: ResourceType, old: dict, new: dict, manager: str | None,
                        version: str | None) -> None:
@@ -277,7 +291,7 @@ class Store:
             return True
         mark = md.get("deletionTimestamp") is None or grace < md.get("deletionGracePeriodSeconds", 0)
         if mark or add:
-            new = copy.deepcopy(obj)
+            new = copy_tree(obj)
             if add:
                 new["metadata"]["finalizers"] = [*finalizers, finalizer]
             if mark:
@@ -300,7 +314,7 @@ class Store:
     def _terminate_namespace(self, rtype: ResourceType, ns_obj: dict) -> bool:
         name = ns_obj["metadata"]["name"]
         if ns_obj["metadata"].get("deletionTimestamp") is None:
-            new = copy.deepcopy(ns_obj)
+            new = copy_tree(ns_obj)
             new["metadata"]["deletionTimestamp"] = objects.timestamp(self.clock.wall())
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             new["status"] = {"phase": "Terminating"}
@@ -385,7 +399,7 @@ class Store:
         if current is None:
             return
         self._rv += 1
-        gone = copy.deepcopy(current)
+        gone = copy_tree(current)
         gone["metadata"]["resourceVersion"] = str(self._rv)
         self._record("DELETED", rtype, current, gone)
         if rtype.namespaced and md.get("namespace"):
@@ -407,7 +421,7 @@ class Store:
 
     def _render(self, key: str, obj: dict) -> dict:
         rtype = self.types.by_key(key)
-        return self.out(rtype, obj) if rtype else copy.deepcopy(obj)
+        return self.out(rtype, obj) if rtype else copy_tree(obj)
 
     # -- subscriptions and watches -----------------------------------------------------------
     def subscribe_all(self, fn: Callable[[str, str, dict], None]) -> None:
@@ -423,7 +437,9 @@ class Store:
               version: str | None = None, deliver: Callable[[dict | None], None]) -> Watcher:
         """Open a watch: past events after `resource_version` (or synthetic ADDED) then live ones."""
         rtype = self.rtype(resource)
-        watcher = Watcher(rtype, namespace, label_selector, field_selector, version, deliver, self.out)
+        # A watch only encodes what it is sent: the stored objects serve without a copy.
+        watcher = Watcher(rtype, namespace, label_selector, field_selector, version, deliver,
+                          functools.partial(self.out, copy=False))
         with self._lock:
             current = [obj for _, obj in sorted(self._bucket(rtype).items())]
             self._hub.open(watcher, resource_version, current, self._rv)

@@ -1,0 +1,61 @@
+"""Objects the store hands out without a copy never change afterwards.
+
+GET, PATCH and watch answers are served from the store's own objects (no deep copy): that is
+right only while every write stores a new object and leaves the one it replaces alone. Every
+kind of write runs here against objects taken out shared; each must still equal the snapshot
+taken when it was handed out.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from kubernetes import client
+
+from stepgraph.twin.apiserver import patches
+
+POD = {"metadata": {"name": "shared", "labels": {"app": "a"}, "finalizers": ["example.com/hold"]},
+       "spec": {"containers": [{"name": "c", "image": "busybox:1.36", "env": [{"name": "A", "value": "1"}]}]}}
+
+
+def test_writes_leave_objects_handed_out_shared_as_they_were(twin):
+    store = twin.store
+    client.CoreV1Api(twin.api_client()).create_namespace({"metadata": {"name": "immut"}})
+    handed_out: list[tuple[dict, dict]] = []
+
+    def keep(obj: dict) -> None:
+        handed_out.append((obj, copy.deepcopy(obj)))
+
+    watched: list[dict] = []
+
+    def deliver(event: dict | None) -> None:
+        if event is not None:
+            watched.append(event["object"])
+            keep(event["object"])
+
+    watcher = store.watch("pods", "immut", deliver=deliver)
+    keep(store.create("pods", "immut", POD, copy=False))
+    twin.clock.sleep(3)  # scheduled, started: the scheduler's and the kubelet's own writes
+    keep(store.get("pods", "immut", "shared", copy=False))
+    keep(store.patch("pods", "immut", "shared", {"metadata": {"annotations": {"a": "1"}}}, copy=False))
+    keep(store.patch("pods", "immut", "shared", {"spec": {"containers": [{"name": "c", "image": "busybox:1.37"}]}},
+                     patch_type="strategic", copy=False))
+    keep(store.patch("pods", "immut", "shared", [{"op": "add", "path": "/metadata/labels/b", "value": "x"}],
+                     patch_type="json", copy=False))
+    keep(store.patch("pods", "immut", "shared", {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "shared", "annotations": {"owner": "me"}}}, patch_type=patches.APPLY_PATCH, field_manager="m",
+        copy=False))
+    status = store.get("pods", "immut", "shared")
+    status["status"]["message"] = "hello"
+    keep(store.replace("pods", "immut", "shared", status, subresource="status", copy=False))
+    keep(store.replace("pods", "immut", "shared", store.get("pods", "immut", "shared"), copy=False))
+    store.delete("pods", "immut", "shared")  # marked: grace period and a finalizer
+    keep(store.get("pods", "immut", "shared", copy=False))
+    store.patch("pods", "immut", "shared", {"metadata": {"finalizers": None}})
+    twin.clock.sleep(35)  # the grace period runs out: the kubelet stops it and it goes
+    store.delete("namespaces", None, "immut")
+    twin.clock.sleep(5)
+    store.unwatch(watcher)
+    assert len(watched) >= 8
+    changed = [shared["metadata"].get("resourceVersion") for shared, snapshot in handed_out if shared != snapshot]
+    assert not changed
