@@ -3,7 +3,8 @@
 Bookkeeping a real API server does and clients rely on: `uid`, `resourceVersion` (one counter for
 everything), `generation` (bumps when anything but metadata/status changes), `creationTimestamp`,
 optimistic concurrency (stale resourceVersion → 409), deletion with grace periods and finalizers,
-namespace termination, and a bounded event history so a watch can resume from a resourceVersion.
+namespace termination, a bounded event history so a watch can resume from a resourceVersion,
+and Events that expire an hour after their last write.
 
 Two audiences: the HTTP layer (watchers, `watch.py`, get events pushed through a thread-safe
 `deliver` callable) and in-process components (kubelet, controllers, the GPU side) that `subscribe`.
@@ -18,6 +19,7 @@ import functools
 import random
 import threading
 import uuid as uuidlib
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -33,12 +35,16 @@ from .watch import Watcher, WatchHub
 # DeleteOptions.propagationPolicy → the finalizer that makes the garbage collector act first.
 DEFAULT_MANAGER = "unknown"  # an update under field management that names no manager
 PROPAGATION_FINALIZERS = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}
+# kube-apiserver's --event-ttl default: an Event is stored with this time to live, renewed by each
+# write to it, and removed when it runs out (a watch sees it DELETED), so Events do not pile up.
+EVENT_TTL_SECONDS = 3600.0
 
 
 class Store:
     """All objects of the twin cluster; thread-safe."""
 
-    def __init__(self, types: ResourceTypes, clock: Any, rng: random.Random, history: int = 20_000) -> None:
+    def __init__(self, types: ResourceTypes, clock: Any, rng: random.Random, history: int = 20_000,
+                 event_ttl: float = EVENT_TTL_SECONDS) -> None:
         self.types = types
         self.clock = clock
         self._rng = rng
@@ -48,6 +54,11 @@ class Store:
         self.snapshots = ListSnapshots(clock)
         self._lock = threading.RLock()
         self._dispatcher = Dispatcher(self._lock)
+        # Events by when they run out, (due, key, resourceVersion) in write order: one TTL for
+        # all, so the order of writes is the order of expiry and one timer serves them all.
+        self._event_ttl = event_ttl
+        self._expiries: deque[tuple[float, tuple[str, str], str]] = deque()
+        self._expiry_timer: Any = None
         # Extra write checks per resource key: fn(new, old) → 422 causes (CRD names, Twin II rules).
         self.admission: dict[str, list[Callable[[dict, dict | None], list[tuple[str, str, str]]]]] = {}
 
@@ -409,8 +420,28 @@ class Store:
         self._rv += 1
         new["metadata"]["resourceVersion"] = str(self._rv)
         md = new["metadata"]
-        self._bucket(rtype)[(md.get("namespace", ""), md["name"])] = new
+        key = (md.get("namespace", ""), md["name"])
+        self._bucket(rtype)[key] = new
         self._record(etype, rtype, old, new)
+        if rtype.key == "events":
+            self._expiries.append((self.clock.now() + self._event_ttl, key, str(self._rv)))
+            if self._expiry_timer is None:
+                self._expiry_timer = self.clock.call_later(self._event_ttl, self._expire_events)
+
+    def _expire_events(self) -> None:
+        """Remove the Events whose time ran out (each write renews it: an entry whose object has
+        been written since is stale), then wait for the next one."""
+        rtype = self.rtype("events")
+        with self._lock:
+            now = self.clock.now()
+            while self._expiries and self._expiries[0][0] <= now:
+                _, key, rv = self._expiries.popleft()
+                obj = self._bucket(rtype).get(key)
+                if obj is not None and obj["metadata"]["resourceVersion"] == rv:
+                    self._remove(rtype, obj)
+            self._expiry_timer = (self.clock.call_later(self._expiries[0][0] - now, self._expire_events)
+                                  if self._expiries else None)
+        self._drain()
 
     def _record(self, etype: str, rtype: ResourceType, old: dict | None, new: dict) -> None:
         self._hub.record((self._rv, rtype.key, etype, old, new))
