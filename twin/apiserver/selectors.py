@@ -80,6 +80,21 @@ FIELD_PATHS: dict[str, tuple[str, ...]] = {
 }
 
 
+def required_field(selector: str | None, path: str) -> str | None:
+    """The value a field selector requires `path` to have (`path=v` or `path==v`), if it does:
+    lets a caller narrow the candidates through an index before the selector's own check."""
+    for part in _split(selector or ""):
+        m = re.match(r"^\s*([A-Za-z0-9_.]+)\s*(==|=)\s*(.*?)\s*$", part)
+        if m and m.group(1) == path:
+            return m.group(3)
+    return None
+
+
+def field_value(obj: Mapping, path: str) -> str:
+    """What a field selector compares for `path` (missing → "")."""
+    return _field_value(obj, path)
+
+
 def _field_value(obj: Mapping, path: str) -> str:
     cur: object = obj
     for part in path.split("."):

@@ -29,7 +29,7 @@ from .dispatch import Dispatcher
 from .errors import ApiError, already_exists, bad_request, conflict, invalid, not_found
 from .paging import ListSnapshots
 from .resources import ResourceType, ResourceTypes
-from .selectors import parse_field_selector, parse_label_selector
+from .selectors import field_value, parse_field_selector, parse_label_selector, required_field
 from .watch import Watcher, WatchHub
 
 # DeleteOptions.propagationPolicy → the finalizer that makes the garbage collector act first.
@@ -38,6 +38,7 @@ PROPAGATION_FINALIZERS = {"Foreground": "foregroundDeletion", "Orphan": "orphan"
 # kube-apiserver's --event-ttl default: an Event is stored with this time to live, renewed by each
 # write to it, and removed when it runs out (a watch sees it DELETED), so Events do not pile up.
 EVENT_TTL_SECONDS = 3600.0
+NODE_FIELD = "spec.nodeName"
 
 
 class Store:
@@ -59,6 +60,9 @@ class Store:
         self._event_ttl = event_ttl
         self._expiries: deque[tuple[float, tuple[str, str], str]] = deque()
         self._expiry_timer: Any = None
+        # Pods by spec.nodeName ("" while unscheduled): every node's kubelet and agent lists the
+        # pods bound to it, every tick, and must not scan the whole cluster's for them.
+        self._pods_on_node: dict[str, set[tuple[str, str]]] = {}
         # Extra write checks per resource key: fn(new, old) → 422 causes (CRD names, Twin II rules).
         self.admission: dict[str, list[Callable[[dict, dict | None], list[tuple[str, str, str]]]]] = {}
 
@@ -132,7 +136,11 @@ class Store:
                   field_selector: str | None) -> builtins.list[dict]:
         labels = parse_label_selector(label_selector)
         fields = parse_field_selector(field_selector, rtype.plural)
-        return [o for (ns, _), o in sorted(self._bucket(rtype).items())
+        bucket = self._bucket(rtype)
+        node = required_field(field_selector, NODE_FIELD) if rtype.key == "pods" else None
+        keys = self._pods_on_node.get(node, ()) if node is not None else bucket
+        candidates = ((key, bucket[key]) for key in sorted(keys))
+        return [o for (ns, _), o in candidates
                 if (namespace is None or ns == namespace) and labels(o["metadata"].get("labels") or {}) and fields(o)]
 
     # -- writes ---------------------------------------------------------------------------
@@ -409,6 +417,8 @@ class Store:
         current = self._bucket(rtype).pop(key, None)
         if current is None:
             return
+        if rtype.key == "pods":
+            self._index_pod(key, current, None)
         self._rv += 1
         gone = copy_tree(current)
         gone["metadata"]["resourceVersion"] = str(self._rv)
@@ -421,12 +431,27 @@ class Store:
         new["metadata"]["resourceVersion"] = str(self._rv)
         md = new["metadata"]
         key = (md.get("namespace", ""), md["name"])
-        self._bucket(rtype)[key] = new
+        bucket = self._bucket(rtype)
+        if rtype.key == "pods":
+            self._index_pod(key, bucket.get(key), new)
+        bucket[key] = new
         self._record(etype, rtype, old, new)
         if rtype.key == "events":
             self._expiries.append((self.clock.now() + self._event_ttl, key, str(self._rv)))
             if self._expiry_timer is None:
                 self._expiry_timer = self.clock.call_later(self._event_ttl, self._expire_events)
+
+    def _index_pod(self, key: tuple[str, str], old: dict | None, new: dict | None) -> None:
+        was = field_value(old, NODE_FIELD) if old is not None else None
+        now = field_value(new, NODE_FIELD) if new is not None else None
+        if was == now:
+            return
+        if was is not None:
+            self._pods_on_node[was].discard(key)
+            if not self._pods_on_node[was]:
+                del self._pods_on_node[was]
+        if now is not None:
+            self._pods_on_node.setdefault(now, set()).add(key)
 
     def _expire_events(self) -> None:
         """Remove the Events whose time ran out (each write renews it: an entry whose object has
