@@ -298,6 +298,37 @@ def twin_figures(repeat: int, calls: int = 300) -> list[Figure]:
     return figures
 
 
+def node_list_figure(repeat: int, pods: int = 3000, calls: int = 200) -> Figure:
+    """One node's pods listed in-process (as every kubelet and agent does each tick): the node
+    holds 10 pods in a cluster of `pods`, against the same node in a cluster of 30. Flat is 1.0."""
+    import random
+
+    from stepgraph.twin.apiserver.resources import ResourceTypes
+    from stepgraph.twin.apiserver.store import Store
+    from stepgraph.twin.clock import VirtualClock
+
+    def cluster(size: int) -> Store:
+        store = Store(ResourceTypes(), VirtualClock(), random.Random(0))
+        store.create("namespaces", None, {"metadata": {"name": "bench"}})
+        for i in range(size):
+            node = "node-0" if i < 10 else f"node-{1 + i % 99}"
+            store.create("pods", "bench", {"metadata": {"name": f"p{i:05d}"}, "spec": {
+                "nodeName": node, "containers": [{"name": "c", "image": "busybox:1.36"}]}})
+        return store
+
+    def per_list(store: Store) -> Callable[[], float]:
+        def measure() -> float:
+            started = time.perf_counter()
+            for _ in range(calls):
+                assert len(store.list("pods", field_selector="spec.nodeName=node-0")) == 10
+            return (time.perf_counter() - started) / calls
+        return measure
+
+    large, small = cluster(pods), cluster(30)
+    return interleave(Figure(f"one node's 10 pods listed in-process, {pods:,} pods in the cluster", "30 pods in the cluster",
+                             "ms", target=1.5), per_list(large), per_list(small), repeat)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="samples per side of each figure (median of these)")
@@ -320,7 +351,7 @@ def main() -> None:
         if args.only in (None, "dsl"):
             figures += dsl_figures(Path(tmp), args.scenarios, args.repeat, wanted)
         if args.only in (None, "twin"):
-            figures += twin_figures(args.repeat)
+            figures += [*twin_figures(args.repeat), node_list_figure(args.repeat)]
     print(f"whole-process seconds: {args.clock} time; load average at the end {os.getloadavg()[0]:.1f}")
     print(table(figures))
 
