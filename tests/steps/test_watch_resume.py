@@ -63,9 +63,12 @@ def _core(twin: Twin) -> tuple[client.CoreV1Api, Requests]:
     return client.CoreV1Api(api), Requests(api)
 
 
+OURS = "made-by=this-test"  # not the namespace's own objects (its kube-root-ca.crt)
+
+
 def _create(core: client.CoreV1Api, *names: str) -> None:
     for name in names:
-        core.create_namespaced_config_map("default", {"metadata": {"name": name}})
+        core.create_namespaced_config_map("default", {"metadata": {"name": name, "labels": {"made-by": "this-test"}}})
 
 
 def _names(items: list[Any]) -> list[str]:
@@ -77,7 +80,7 @@ def test_a_watch_that_keeps_being_dropped_resumes_and_sees_every_change_once(sta
     core, requests = _core(twin)
     _faults(twin, api_fault_rate=0.5, api_fault_kinds=["watch_drop"])
     seen: list[tuple[str, Any]] = []
-    for kind, obj in list_and_watch(core.list_namespaced_config_map, "default", timeout_s=30):
+    for kind, obj in list_and_watch(core.list_namespaced_config_map, "default", label_selector=OURS, timeout_s=30):
         seen.append((kind, _names(obj) if kind == RELISTED else obj.metadata.name))
         if len(seen) == 1:
             _create(core, *(f"c{i}" for i in range(6)))  # once listed, the changes to watch
@@ -90,7 +93,7 @@ def test_a_watch_that_keeps_being_dropped_resumes_and_sees_every_change_once(sta
 def test_a_watch_from_a_compacted_version_lists_again_and_carries_on(start_twin: Callable[..., Twin]) -> None:
     core, _ = _core(start_twin(watch_history=5))
     seen: list[tuple[str, Any]] = []
-    for kind, obj in list_and_watch(core.list_namespaced_config_map, "default", timeout_s=30):
+    for kind, obj in list_and_watch(core.list_namespaced_config_map, "default", label_selector=OURS, timeout_s=30):
         seen.append((kind, _names(obj) if kind == RELISTED else obj.metadata.name))
         if len(seen) == 1:
             _create(core, *(f"c{i}" for i in range(10)))  # more changes than the history keeps: 410 Gone
