@@ -1,5 +1,5 @@
-"""Our own example manifests run on the twin: the agent DaemonSet as the chart renders it (NVML and
-DCGM actuators, the hostengine beside it) caps the stub workers to the topology."""
+"""Our own example manifests run on the twin: the agent DaemonSet as the chart renders it (its RBAC,
+NVML and DCGM actuators, the hostengine beside it) caps the stub workers to the topology."""
 
 from __future__ import annotations
 
@@ -36,6 +36,8 @@ def _apply(ctx: StepContext, *names: str) -> None:
 @pytest.mark.parametrize("actuator", ["nvml", "dcgm"])
 def test_the_agent_manifest_caps_the_stub_workers(bare_twin: StepContext, actuator: str) -> None:
     ctx = bare_twin
+    # The agent lists pods as its own service account, so the chart's RBAC comes first.
+    _apply(ctx, "09-power-agent-rbac.yaml")
     if actuator == "dcgm":
         _apply(ctx, "20-dcgm-hostengine.yaml", "11-power-agent-dcgm.yaml")
     else:
