@@ -9,29 +9,9 @@ import json
 import textwrap
 
 import pytest
+from recording_library import RECORDING_LIBRARY
 
-LIBRARY = '''
-from __future__ import annotations
-
-import os
-from pathlib import Path
-
-from stepgraph.dsl import REGISTRY, Params, Power, StepContext
-
-
-def log(line: str) -> None:
-    with Path(os.environ["REC_LOG"]).open("a") as f:
-        f.write(line + "\\n")
-
-
-class Row(Params):
-    gpu: int
-    limit: Power
-
-
-class Rows(Params):
-    rows: list[Row]
-
+LIBRARY = RECORDING_LIBRARY + '''
 
 class Word(Params):
     word: str
