@@ -15,7 +15,7 @@ import pytest
 
 from .bdd_steps import ScenarioRuntime
 from .collect import ITEM_SCENARIO
-from .finalizers import CleanupInterrupted, CleanupTimedOut, FinalizerStack
+from .finalizers import CleanupInterrupted, CleanupTimedOut, FinalizerError, FinalizerStack
 from .nodes import NodeSession
 from .runinfo import RUN_INFO, RunInfo
 from .target import Target, TargetConfigError, TargetSession, check_options, default_target_name, load_target
@@ -176,7 +176,11 @@ def _cleanup(info: RunInfo, run: Callable[[], None], *, stack: FinalizerStack | 
 
 
 def _found(exc: BaseException) -> list[str]:
-    """The items of a check's "…:\n  - a\n  - b" message, else the message on one line."""
+    """The items of a check's "…:\n  - a\n  - b" message, else the message on one line. Checks
+    that ran as finalizers fail together in one FinalizerError: each is read on its own, so the
+    ledger holds the leftovers themselves, not the heading of the check that found them."""
+    if isinstance(exc, FinalizerError):
+        return [item for _, failure in exc.failures for item in _found(failure)]
     lines = str(exc).splitlines()
     items = [line.strip()[2:] for line in lines[1:] if line.strip().startswith("- ")]
     return items or [" ".join(str(exc).split()) or type(exc).__name__]

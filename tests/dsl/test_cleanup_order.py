@@ -16,6 +16,8 @@ from stepgraph.dsl import Bindings, FinalizerError, FinalizerStack, ManualClock,
 from stepgraph.dsl.cleanup import CleanupLedger
 from stepgraph.dsl.execute import execute_call
 from stepgraph.dsl.finalizers import CleanupInterrupted, CleanupTimedOut
+from stepgraph.dsl.runinfo import RunInfo
+from stepgraph.dsl.targeting import _cleanup
 
 
 class Count(Params):
@@ -179,3 +181,17 @@ def test_a_cleanup_timeout_that_is_no_bound_is_refused_with_one_line(pytester: p
     assert result.ret == 2
     said = result.stdout.str() + result.stderr.str()
     assert f"stepgraph: --cleanup-timeout {value!r} — give seconds, more than 0 and at most 86400" in said
+
+
+def test_leftovers_found_by_checks_run_as_finalizers_are_each_their_own_item() -> None:
+    # Run-end checks run as finalizers fail together in one FinalizerError; the last line must
+    # list what they found, not the heading of the check glued to its first item.
+    info = RunInfo()
+
+    def checks() -> None:
+        found = AssertionError("run r1 did not clean up after itself:\n  - Pod a/b\n  - GPU 3 is at 300 W")
+        raise FinalizerError([("check the run's objects are gone", found), ("check GPUs", AssertionError("GPU 4 capped"))])
+
+    with pytest.raises(FinalizerError):
+        _cleanup(info, checks, stack=None, what="the run-end check")
+    assert info.cleanup.left == ["Pod a/b", "GPU 3 is at 300 W", "GPU 4 capped"]
