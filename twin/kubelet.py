@@ -464,3 +464,14 @@ class Kubelet:
                 if answer is not None:
                     return answer
         return None
+
+    def forward_port(self, pod: dict, port: int) -> int | None:
+        """A pod's containers share one network namespace: the first running one listening on
+        `port` takes the connection."""
+        rec = self._pods.get(pod["metadata"]["uid"])
+        for c in (rec.containers.values() if rec else ()):
+            if c.state == "running" and c.workload is not None and c.ctx is not None:
+                machine_port = c.workload.listening_port(c.ctx, port)
+                if machine_port is not None:
+                    return machine_port
+        return None

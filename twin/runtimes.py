@@ -34,3 +34,6 @@ class NodeRuntimes:
 
     def proxy(self, pod: dict, port: int | None, path: str) -> tuple[int, str, bytes] | None:
         return self._of(pod).proxy(pod, port, path)
+
+    def forward_port(self, pod: dict, port: int) -> int | None:
+        return self._of(pod).forward_port(pod, port)

@@ -144,6 +144,11 @@ class Workload:
     def http_get(self, ctx: WorkloadContext, port: int, path: str) -> HttpResponse | None:
         return None
 
+    def listening_port(self, ctx: WorkloadContext, port: int) -> int | None:
+        """The loopback port where this container's `port` accepts TCP connections (what
+        port-forward dials), or None: a workload without a process listens nowhere."""
+        return None
+
 
 def not_found(argv: list[str]) -> ExecResult:
     """The container runtime's answer for a command that is not on $PATH."""

@@ -38,6 +38,9 @@ class PodRuntime(Protocol):
 
     def proxy(self, pod: dict, port: int | None, path: str) -> tuple[int, str, bytes] | None: ...
 
+    def forward_port(self, pod: dict, port: int) -> int | None:
+        """The loopback port where the pod's `port` accepts connections; None: nothing listens."""
+
 
 def choose_container(pod: dict, requested: str | None) -> str:
     """The container a request means; 400 with the real messages when it is ambiguous or absent."""

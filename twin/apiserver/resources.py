@@ -52,7 +52,7 @@ def _t(group: str, plural: str, kind: str, namespaced: bool, short: tuple[str, .
 
 BUILTINS: tuple[ResourceType, ...] = (
     _t("", "namespaces", "Namespace", False, ("ns",), ("status",)),
-    _t("", "pods", "Pod", True, ("po",), ("status", "log", "exec", "proxy", "attach")),
+    _t("", "pods", "Pod", True, ("po",), ("status", "log", "exec", "proxy", "attach", "portforward")),
     _t("", "configmaps", "ConfigMap", True, ("cm",)),
     _t("", "secrets", "Secret", True),
     _t("", "events", "Event", True, ("ev",)),
@@ -78,7 +78,8 @@ BUILTINS: tuple[ResourceType, ...] = (
 
 # Subresources answered by dedicated handlers; only these verbs make sense on them.
 SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "log": ("get",), "exec": ("create", "get"),
-                     "attach": ("create", "get"), "proxy": ("get",), "scale": ("get", "patch", "update"), "token": ("create",)}
+                     "attach": ("create", "get"),
+                     "portforward": ("create", "get"), "proxy": ("get",), "scale": ("get", "patch", "update"), "token": ("create",)}
 
 
 class ResourceTypes:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from . import discovery, encoding, openapi, podio, rest
+from . import discovery, encoding, openapi, podio, portforward, rest
 from .auth import Auth, Request, default_key
 from .errors import ApiError, bad_request, resource_missing
 from .store import Store
@@ -169,7 +169,7 @@ class ApiServer:
         scope = target.name if target.rtype.key == "namespaces" and target.name else target.namespace
         self.auth.check(user, Request(verb, target.rtype.group, target.rtype.plural, target.sub or "",
                                       scope, target.name))
-        if target.rtype.key == "pods" and target.sub in ("log", "exec", "attach", "proxy"):
+        if target.rtype.key == "pods" and target.sub in ("log", "exec", "attach", "portforward", "proxy"):
             return await self._pod_io(request, target)
         if target.rtype.key == "services" and target.sub == "proxy":
             return await self._service_proxy(target)
@@ -195,6 +195,8 @@ class ApiServer:
                 raise ApiError(405, f"{request.method} is not supported on pods/log", "MethodNotAllowed")
             pod = self.store.get("pods", ns, target.named)
             return await podio.handle_log(request, self.runtime, pod, self.store.clock.wall())
+        if target.sub == "portforward":
+            return await portforward.handle_portforward(request, self.runtime, self.store.get("pods", ns, target.named))
         if target.sub in ("exec", "attach"):
             if target.sub == "attach":
                 raise bad_request("attach is not supported by the twin; use exec")

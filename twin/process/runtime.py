@@ -371,6 +371,9 @@ class ProcessWorkload(Workload):
     def http_get(self, ctx: WorkloadContext, port: int, path: str) -> HttpResponse | None:
         return http_get_port(self._ports, port, path) if self._running is not None else None
 
+    def listening_port(self, ctx: WorkloadContext, port: int) -> int | None:
+        return read_table(str(self._ports)).get(port) if self._running is not None and self._ports else None
+
 
 def http_get_port(table: Path | None, port: int, path: str) -> HttpResponse | None:
     """GET `path` from the program's container `port` through the pod's port table; None when
