@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -107,6 +108,52 @@ def make_call(
     throughout = window.duration if window is not None and window.mode == "throughout" else None
     call = StepCall(decl=decl, step_id=decl.id, params=params, bind_as=bind_as, within=within, throughout=throughout, location=location)
     return call, []
+
+
+#: What a placeholder type's text can hold, for values written in YAML that its Gherkin form cannot.
+_HOLDS = {
+    "word": ("a word: a letter or _, then letters, digits or _ . : / -", "write it as one word"),
+    "list": (
+        "a quoted list of comma-separated items, none empty, none holding a comma or starting or ending with a space",
+        "split, join or trim the items",
+    ),
+    "bind": ("a binding name: a letter or _, then letters, digits or _", "write a name like gpu0"),
+}
+
+
+def gherkin_form_problem(registry: Registry, call: StepCall) -> tuple[str, str, str] | None:
+    """Why the Gherkin text of a call bound from YAML would not read back as the same call, as
+    (field, what is wrong, what to do); None when it does.
+
+    pytest-bdd runs a YAML scenario from the Gherkin it is rendered to, and `convert` writes the
+    same text: a value its placeholder's text cannot hold (`two words` for a `{what:word}`) would
+    turn into a step that does not parse, or parses as another one."""
+    decl = call.decl
+    values: dict[str, Any] = {name: getattr(call.params, name) for name in type(call.params).model_fields}
+    if call.bind_as is not None:
+        values[BIND_FIELD] = call.bind_as
+    for slot in decl.phrase.slots:
+        text = slot.type.render(values[slot.field])
+        parsed = slot.type.parse(text) if re.fullmatch(slot.type.pattern, text) else None
+        if parsed is not None and (slot.field == BIND_FIELD or _same_value(call, slot.field, parsed)):
+            continue
+        holds, hint = _HOLDS.get(slot.type.name, (f"text matching {slot.type.pattern!r}", "change the value so it does"))
+        shown = values[slot.field]
+        return (slot.field, f"{decl.id}: parameter {slot.field!r} is {shown!r}, which its Gherkin phrase cannot write ({holds})", hint)
+    others = sorted(m.decl.id for m in registry.match(call.text()) if m.decl is not decl)
+    if others:
+        what = f"{decl.id}: its Gherkin form {call.text()!r} also reads as {', '.join(others)}"
+        return ("", what, "change a value so the step reads one way, or reword one of the phrases in its step library")
+    return None
+
+
+def _same_value(call: StepCall, field: str, parsed: Any) -> bool:
+    """Whether the value read back from the Gherkin text validates to the value the call holds."""
+    try:
+        again = type(call.params).model_validate({**dict(call.params), field: parsed})
+    except ValidationError:
+        return False
+    return bool(getattr(again, field) == getattr(call.params, field))
 
 
 def _diagnostic(decl: StepDecl, raw: dict[str, Any], err: Any, location: Location) -> Diagnostic:

@@ -18,7 +18,7 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
 from . import ir
-from .binder import make_call, suggest_key
+from .binder import gherkin_form_problem, make_call, suggest_key
 from .bindings import is_ref_text
 from .diagnostics import Diagnostic, Location
 from .gherkin_text import BLOCK_KEYWORDS, STEP_KEYWORDS
@@ -490,6 +490,11 @@ class _Builder:
                 return None
         call, diags = make_call(decl, raw, where, bind_as=bind_as, window=window, field_locations=fields)
         self.diags += diags
+        if call is not None and (unwritable := gherkin_form_problem(self.registry, call)) is not None:
+            field, what, hint = unwritable
+            place = _value_at(self.positions, (*path, key, field)) if field else where
+            self.diags.append(Diagnostic(place, what, hint, "types"))
+            return None
         return call
 
 

@@ -19,6 +19,17 @@ from .units import DURATION_TEXT, POWER_TEXT, Duration, Power, whole_watts
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
 
 
+_QUOTED_OR_SPACE = re.compile(rf"({_QUOTED})|\s+")
+
+
+def squeeze(text: str) -> str:
+    """`text` with each run of whitespace outside quoted values made one space, and stripped.
+
+    Step text is compared word by word, but a quoted value is the user's own text: `"a  b"` keeps
+    both spaces, so a value survives Gherkin → IR → Gherkin (and YAML) unchanged."""
+    return _QUOTED_OR_SPACE.sub(lambda m: m.group(1) or " ", text).strip()
+
+
 def _unquote(text: str) -> str:
     return re.sub(r"\\(.)", r"\1", text[1:-1])
 
@@ -130,7 +141,7 @@ class Phrase:
 
     def match(self, text: str) -> dict[str, Any] | None:
         """Parse `text` into raw field values, or None when it is not this phrase."""
-        m = self.regex.fullmatch(" ".join(text.split()))
+        m = self.regex.fullmatch(squeeze(text))
         if m is None:
             return None
         return {slot.field: slot.type.parse(value) for slot, value in zip(self.slots, m.groups(), strict=True)}
@@ -139,7 +150,7 @@ class Phrase:
         out = [self._literals[0]]
         for slot, literal in zip(self.slots, self._literals[1:], strict=True):
             out += [slot.type.render(values[slot.field]), literal]
-        return " ".join("".join(out).split())
+        return squeeze("".join(out))
 
     def __repr__(self) -> str:
         return f"Phrase({self.text!r})"
@@ -172,7 +183,7 @@ class Window:
 
 def split_window(text: str) -> tuple[Window | None, str]:
     """`within 2 agent ticks X` / `throughout 30 s X` → (Window, "X"); anything else → (None, text)."""
-    m = WINDOW_RE.match(" ".join(text.split()))
+    m = WINDOW_RE.match(squeeze(text))
     if m is None:
         return None, text
     return Window(m.group(1), Duration.parse(m.group(2))), m.group(3)

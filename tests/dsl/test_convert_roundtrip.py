@@ -69,3 +69,55 @@ def test_descriptions_and_names_survive_both_ways(compile_source: Callable[..., 
     assert original.feature.scenarios[0].description == "First line\nindented second\n\nafter a gap"
     assert compile_source(to_gherkin(original.feature), "d.feature").feature == original.feature
     assert compile_source(to_yaml(original.feature), "e.yaml").feature == original.feature
+
+
+def test_repeated_spaces_in_a_value_survive_both_ways(compile_source: Callable[..., CompiledFile]) -> None:
+    gherkin = 'Feature: f\n  Scenario: s\n    When the manifest "two  spaces.yaml" is applied as "m"\n'
+    original = compile_source(gherkin, "s.feature")
+    assert original.ok, messages(original)
+    assert original.feature.scenarios[0].steps[0].params.manifest == "two  spaces.yaml"
+    assert '"two  spaces.yaml"' in to_gherkin(original.feature)
+    as_yaml = compile_source(to_yaml(original.feature), "s.yaml")
+    assert as_yaml.feature == original.feature
+    assert compile_source(to_gherkin(as_yaml.feature), "again.feature").feature == original.feature
+
+
+@pytest.mark.parametrize(
+    ("step", "message"),
+    [
+        (
+            "named_thing: {what: two words, x: a}",
+            "t.yaml:3:25: t.named_thing: parameter 'what' is 'two words', which its Gherkin phrase cannot write "
+            "(a word: a letter or _, then letters, digits or _ . : / -) — write it as one word",
+        ),
+        (
+            "baseline: {of: nvml, as: 'a b'}",
+            "t.yaml:3:30: t.baseline: parameter 'as' is 'a b', which its Gherkin phrase cannot write "
+            "(a binding name: a letter or _, then letters, digits or _) — write a name like gpu0",
+        ),
+        (
+            "thing: {x: a}",
+            "t.yaml:3:5: t.thing: its Gherkin form 'the thing \"a\" holds' also reads as t.named_thing — "
+            "change a value so the step reads one way, or reword one of the phrases in its step library",
+        ),
+    ],
+)
+def test_a_yaml_value_its_gherkin_phrase_cannot_hold_is_refused(
+    compile_source: Callable[..., CompiledFile], step: str, message: str
+) -> None:
+    """pytest-bdd runs the Gherkin a YAML file is written out as, and `convert` writes the same:
+    a value that text cannot hold would make a step that does not parse, or parses as another."""
+    compiled = compile_source(f"title: t\nsteps:\n  - {step}\n", "t.yaml")
+    assert messages(compiled) == [message]
+
+
+def test_a_list_item_the_quoted_list_cannot_hold_is_refused(tmp_path: Path) -> None:
+    REGISTRY.load_entry_points()
+    path = tmp_path / "l.yaml"
+    path.write_text('title: t\nsteps:\n  - bind_list: {items: ["a, b", c], as: x}\n  - bind_list: {items: [a  b], as: y}\n')
+    compiled = compile_file(path, REGISTRY, display="l.yaml")
+    holds = "a quoted list of comma-separated items, none empty, none holding a comma or starting or ending with a space"
+    assert [str(d) for d in compiled.diagnostics] == [
+        f"l.yaml:3:24: common.bind_list: parameter 'items' is ['a, b', 'c'], which its Gherkin phrase cannot write ({holds})"
+        " — split, join or trim the items"
+    ]
