@@ -5,7 +5,8 @@
 files.  `NodeView.open(ctx)` gives one container start a `ProcessView`:
 
 - `environ(base)` — the environment to start the program with: `base` (the pod spec's env,
-  expanded by the caller) plus `LD_LIBRARY_PATH` → the twin's NVML library, `PYTHONPATH` → the
+  expanded by the caller) plus `LD_LIBRARY_PATH` → the twin's NVML library, `LD_PRELOAD` → its
+  file view for programs that are not Python (`native/view_files.c`), `PYTHONPATH` → the
   start-up hook and the DCGM bindings (`child/`), the bridge socket and token, the time contract
   of a scaled clock, `TMPDIR` in the container's own layer;
 - `argv(argv)` — the command line with absolute paths under a mount rewritten to the machine's
@@ -39,7 +40,7 @@ from ..dcgm import DCGM_ST_CONNECTION_NOT_VALID, DcgmConnection, DcgmError
 from ..devices import DeviceDirectory, NodeDevices
 from ..power_agent.workload import hostengine_reachable, is_privileged
 from .bridge import ContainerEndpoints, ViewBridge
-from .nvml_build import BuildFailed, NoCompiler, nvml_library_dir
+from .native_build import VIEW_LIBRARY, BuildFailed, NoCompiler, native_library_dir
 
 CHILD_DIR = Path(__file__).parent / "child"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -48,6 +49,7 @@ HOSTENGINE_PORT = 5555  # nv-hostengine's port, which its Service exposes unchan
 SOCKET_ENV = "STEPGRAPH_VIEW_SOCKET"
 TOKEN_ENV = "STEPGRAPH_VIEW_TOKEN"
 CONFIG_ENV = "STEPGRAPH_VIEW_CONFIG"
+FILES_ENV = "STEPGRAPH_VIEW_FILES"  # the same table for the LD_PRELOAD file view
 
 
 class ViewError(RuntimeError):
@@ -76,7 +78,7 @@ class ProcessView:
         """`base` plus this view's variables; search paths are prepended, not replaced."""
         merged = dict(base)
         for name, value in self.env.items():
-            if name in ("PYTHONPATH", "LD_LIBRARY_PATH") and merged.get(name):
+            if name in ("PYTHONPATH", "LD_LIBRARY_PATH", "LD_PRELOAD") and merged.get(name):
                 merged[name] = f"{value}{os.pathsep}{merged[name]}"
             else:
                 merged[name] = value
@@ -140,8 +142,8 @@ class NodeView:
         # The children run with PYTHONDONTWRITEBYTECODE, so compile the hook once here: every
         # interpreter start (each exec'd probe) then loads bytecode instead of compiling source.
         compileall.compile_dir(str(CHILD_DIR), quiet=2)
-        self._nvml_dir: Path | None = None
-        self.nvml_problem: str | None = None  # the one line the process mode prints when NVML is missing
+        self._native_dir: Path | None = None
+        self.native_problem: str | None = None  # the one line the process mode prints without a compiler
         self._attached: list[NodeDevices] = []
         self._views: dict[str, ProcessView] = {}
 
@@ -154,6 +156,9 @@ class NodeView:
         folder = self.folder / "c" / token
         notes: list[str] = []
         all_mounts = [*self._volume_mounts(ctx, devices, notes), *mounts]  # may refuse the pod: before any file
+        for path in (p for m in all_mounts for p in (m.container_path, m.host_path)):
+            if "\t" in path or "\n" in path:
+                raise ViewError(f"the mount path {path!r} holds a TAB or a newline, which process containers cannot mount")
         (folder / "rootfs").mkdir(parents=True)
         (folder / "tmp").mkdir()
         sa = self._service_account(ctx, folder)
@@ -169,11 +174,15 @@ class NodeView:
             "TMPDIR": str(folder / "tmp"),
             **time_env,
         }
-        nvml = self._nvml_for(ctx, devices)
-        if nvml is not None:
-            env["LD_LIBRARY_PATH"] = str(nvml)
-        elif self.nvml_problem:
-            notes.append(self.nvml_problem)
+        native = self._native()
+        if native is not None:
+            if devices is not None:  # a node without GPUs has no driver library
+                env["LD_LIBRARY_PATH"] = str(native)
+            # every dynamically linked program (an exec'd `cat`, a shell, a C agent) gets the files too
+            env["LD_PRELOAD"] = str(native / VIEW_LIBRARY)
+            env[FILES_ENV] = str(folder / "files.tsv")
+        elif self.native_problem:
+            notes.append(self.native_problem)
         config = {
             "mounts": [[m.container_path, m.host_path, m.read_only] for m in all_mounts if m.host_path != "/proc"],
             "proc_roots": proc_roots,
@@ -181,6 +190,7 @@ class NodeView:
             "rootfs": str(folder / "rootfs"),
         }
         (folder / "view.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+        (folder / "files.tsv").write_text(_files_table(config), encoding="utf-8")
         endpoints = self._endpoints(ctx, devices)
         if up is not None:
             endpoints.up = up
@@ -208,15 +218,14 @@ class NodeView:
         return self._bridge.calls
 
     # -- pieces ---------------------------------------------------------------------------------
-    def _nvml_for(self, ctx: Any, devices: NodeDevices | None) -> Path | None:
-        if devices is None:
-            return None  # a node without GPUs has no driver library
-        if self._nvml_dir is None and self.nvml_problem is None:
+    def _native(self) -> Path | None:
+        """The folder of the built NVML library and file view, built at the first container's start."""
+        if self._native_dir is None and self.native_problem is None:
             try:
-                self._nvml_dir = nvml_library_dir()
+                self._native_dir = native_library_dir()
             except (NoCompiler, BuildFailed) as err:
-                self.nvml_problem = str(err)
-        return self._nvml_dir
+                self.native_problem = str(err)
+        return self._native_dir
 
     def _endpoints(self, ctx: Any, devices: NodeDevices | None) -> ContainerEndpoints:
         pod, container, host = ctx.pod, ctx.container, ctx.host
@@ -286,6 +295,15 @@ class NodeView:
         sa.mkdir()
         (sa / "namespace").write_text(ctx.namespace, encoding="utf-8")
         return Mount(SERVICE_ACCOUNT_DIR, str(sa), read_only=True)
+
+
+def _files_table(config: dict) -> str:
+    """The view's table for the LD_PRELOAD library: one TAB-separated entry a line (`open` has
+    refused paths holding a TAB or newline)."""
+    lines = [f"proc\t{root}" for root in config["proc_roots"]]
+    lines += [f"mount\t{c}\t{h}\t{int(ro)}" for c, h, ro in config["mounts"]]
+    lines += [f"own\t{config['own_folder']}", f"rootfs\t{config['rootfs']}"]
+    return "\n".join(lines) + "\n"
 
 
 def _prepare_host_path(path: Path, kind: str, volume: str | None) -> None:

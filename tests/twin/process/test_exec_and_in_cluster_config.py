@@ -46,6 +46,15 @@ def test_exec_runs_the_real_command_with_the_containers_environment(twin, core, 
     assert code == 127 and 'exec: "no-such-command": executable file not found in $PATH' in err
 
 
+def test_an_exec_d_cat_reads_the_twins_cgroup_of_a_host_pid(twin, core, tiny):
+    # what the catalog's pod-process check runs in the agent pod (hostPID): a program that is not Python
+    worker = twin.host.spawn("0d6c5f0e-52a4-4a5c-9d69-1f9d0a3b7c11", ["python", "-m", "worker"])
+    core.create_namespaced_pod("default", tiny_pod("reader", hostPID=True))
+    started(core, "reader")
+    out, err, code = run(core, "reader", ["cat", f"/proc/{worker.pid}/cgroup"])
+    assert (out, code) == (twin.host.cgroup(worker.pid), 0), err
+
+
 def test_a_program_configures_itself_in_cluster_over_https_with_the_pods_ca(twin, core, tiny):
     # The pod's token is its service account, with the rights RBAC gives it: listing pods needs a grant.
     rbac = client.RbacAuthorizationV1Api(core.api_client)

@@ -103,7 +103,7 @@ def test_without_a_compiler_the_view_says_so_in_one_line_and_nvml_is_absent(rig,
     monkeypatch.delenv("CC", raising=False)
     view = rig.open()
     assert len(view.notes) == 1 and "C compiler" in view.notes[0] and "\n" not in view.notes[0]
-    assert rig.view.nvml_problem == view.notes[0]
+    assert rig.view.native_problem == view.notes[0]
     assert "LD_LIBRARY_PATH" not in view.env
     monkeypatch.undo()
     result = rig.run(view, "import pynvml\ntry:\n    pynvml.nvmlInit()\nexcept pynvml.NVMLError as e:\n"

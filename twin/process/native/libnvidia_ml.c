@@ -5,27 +5,14 @@
  * through LD_LIBRARY_PATH, exactly as it loads the driver's library, so every type check, return
  * code and NVMLError_* class the caller meets is the binding's own.
  *
- * Environment (set by the twin when it starts the process):
- *   STEPGRAPH_VIEW_SOCKET  path of the twin's Unix socket
- *   STEPGRAPH_VIEW_TOKEN   which container this process belongs to
- *
- * Wire format, one request and one reply per line, fields separated by TAB:
- *   request  "hello <token>"             reply "0"
+ * Wire format (over the bridge of twin_bridge.h):
  *   request  "nvml <function> <args...>"  reply "<nvmlReturn_t> <values...>"
  * Device handles are pointers into a table of this library; the twin sees only their index.
- * A process that forks gets its own connection (the socket is re-opened when the PID changes).
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/un.h>
-#include <unistd.h>
+
+#include "twin_bridge.h"
 
 typedef int nvmlReturn_t;
 #define NVML_SUCCESS 0
@@ -37,7 +24,6 @@ typedef int nvmlReturn_t;
 
 #define MAX_DEVICES 64
 #define MAX_PROCS 1024
-#define LINE_MAX_BYTES 65536
 
 struct nvmlDevice_st {
     unsigned int index;
@@ -57,89 +43,10 @@ typedef struct {
 } nvmlProcessInfo_v2_t;
 
 static struct nvmlDevice_st devices[MAX_DEVICES];
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int sock = -1;
-static pid_t sock_pid = 0;
-static char reply[LINE_MAX_BYTES];
 
 __attribute__((constructor)) static void init_table(void) {
     for (unsigned int i = 0; i < MAX_DEVICES; i++)
         devices[i].index = i;
-}
-
-static int send_all(const char *buf, size_t len) {
-    while (len > 0) {
-        ssize_t n = send(sock, buf, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* One line into `reply` (without the newline); -1 when the twin has gone.  The twin answers one
- * line per request and nothing else, so whatever one recv returns belongs to this reply. */
-static int read_line(void) {
-    size_t used = 0;
-    while (used < sizeof(reply) - 1) {
-        ssize_t n = recv(sock, reply + used, sizeof(reply) - 1 - used, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        char *end = memchr(reply + used, '\n', (size_t)n);
-        used += (size_t)n;
-        if (end) {
-            *end = '\0';
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static void disconnect(void) {
-    if (sock >= 0)
-        close(sock);
-    sock = -1;
-}
-
-static int exchange(const char *line);
-
-static int connect_twin(void) {
-    const char *path = getenv("STEPGRAPH_VIEW_SOCKET");
-    const char *token = getenv("STEPGRAPH_VIEW_TOKEN");
-    struct sockaddr_un addr;
-    char hello[512];
-    if (!path || !token || strlen(path) >= sizeof(addr.sun_path))
-        return -1;
-    sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (sock < 0)
-        return -1;
-    memset(&addr, 0, sizeof(addr));
-    addr.sun_family = AF_UNIX;
-    strcpy(addr.sun_path, path);
-    if (connect(sock, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
-        disconnect();
-        return -1;
-    }
-    sock_pid = getpid();
-    snprintf(hello, sizeof(hello), "hello\t%s\n", token);
-    if (exchange(hello) != 0 || strcmp(reply, "0") != 0) {
-        disconnect();
-        return -1;
-    }
-    return 0;
-}
-
-static int exchange(const char *line) {
-    if (send_all(line, strlen(line)) != 0 || read_line() != 0) {
-        disconnect();
-        return -1;
-    }
-    return 0;
 }
 
 /*
@@ -157,12 +64,9 @@ static nvmlReturn_t call(const char *fmt, ...) {
         return NVML_ERROR_INVALID_ARGUMENT;
     line[n] = '\n';
     line[n + 1] = '\0';
-    if (sock >= 0 && sock_pid != getpid())
-        disconnect(); /* a forked child must not share its parent's stream */
-    if (sock < 0 && connect_twin() != 0)
-        return NVML_ERROR_DRIVER_NOT_LOADED;
-    if (exchange(line) != 0)
-        return NVML_ERROR_UNKNOWN;
+    int gone;
+    if (bridge_request(line, &gone) != 0)
+        return gone == 1 ? NVML_ERROR_DRIVER_NOT_LOADED : NVML_ERROR_UNKNOWN;
     return (nvmlReturn_t)strtol(reply, NULL, 10);
 }
 
@@ -202,9 +106,9 @@ static int handle_index(nvmlDevice_t device, unsigned int *index) {
 
 #define LOCKED(body)                                                                               \
     do {                                                                                           \
-        pthread_mutex_lock(&lock);                                                                 \
+        pthread_mutex_lock(&bridge_lock);                                                                 \
         nvmlReturn_t rc_ = (body);                                                                 \
-        pthread_mutex_unlock(&lock);                                                               \
+        pthread_mutex_unlock(&bridge_lock);                                                               \
         return rc_;                                                                                \
     } while (0)
 
