@@ -31,7 +31,7 @@ from .ir import Feature, Scenario
 from .load_gherkin import parse_document, substitute
 from .registry import REGISTRY, Registry, StepDeclarationError
 from .render import RenderError, to_gherkin
-from .runinfo import RUN_INFO, ScenarioInfo
+from .runinfo import ITEM_SCENARIO, RUN_INFO, ScenarioInfo
 
 TAG_KINDS = {
     "id": "requirement id, e.g. @id:B5",
@@ -203,10 +203,6 @@ def _write_atomically(path: Path, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-
-
-#: The ScenarioInfo of a collected scenario item (`item.stash[ITEM_SCENARIO]`).
-ITEM_SCENARIO = pytest.StashKey[ScenarioInfo]()
 
 
 def _located_at(path: Path, line: int) -> types.FunctionType:

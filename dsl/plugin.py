@@ -20,7 +20,7 @@ import pytest
 from . import interrupts, runid, tempdirs
 from .bdd_steps import STEP_LOCATION, expect_steps, set_attachment
 from .checks import order_hazards
-from .collect import ITEM_SCENARIO, TAG_KINDS, ScenarioModule
+from .collect import TAG_KINDS, ScenarioModule
 from .compiler import SCENARIO_SUFFIXES
 from .eventually import CheckFailed
 from .failures import failure_block
@@ -29,7 +29,7 @@ from .nodes import make_scheduler, record_node
 from .nodes import parametrize as parametrize_by_node
 from .reports.design import requirement_ids
 from .reports.errors import InputError
-from .runinfo import RUN_INFO, RunInfo, run_info
+from .runinfo import ITEM_SCENARIO, RUN_INFO, RunInfo, run_info
 from .targeting import (
     ensure_target,
     gate_items,
@@ -239,8 +239,7 @@ def pytest_bdd_after_scenario(request: pytest.FixtureRequest, feature: Any, scen
 @pytest.hookimpl(tryfirst=True)
 def pytest_bdd_before_step(request: pytest.FixtureRequest, feature: Any, scenario: Any, step: Any, step_func: Any) -> None:
     set_attachment(request.config, step)
-    info = request.config.stash.get(RUN_INFO, None)
-    scenario_info = info.scenario(feature.filename, scenario.name) if info else None
+    scenario_info = request.node.stash.get(ITEM_SCENARIO, None)  # the item's own: outline rows may share a name
     if scenario_info is not None:
         request.node.stash[STEP_LOCATION] = scenario_info.location_of(step.line_number)
 

@@ -10,7 +10,8 @@ Reachable from every pytest-bdd hook (`request.config`) and from `config.stash`:
     s.location_of(step.line_number)           # Location in that file (YAML lines for YAML)
     s.needs                                   # capabilities the scenario needs
 
-A collected scenario item carries its ScenarioInfo too: `item.stash[stepgraph.dsl.collect.ITEM_SCENARIO]`.
+A collected scenario item carries its own ScenarioInfo: `item.stash[ITEM_SCENARIO]`. Reporters
+read that one: an outline's rows may share a name, so a lookup by name can return another row.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ class RunInfo:
 
 
 RUN_INFO = pytest.StashKey[RunInfo]()
+#: The ScenarioInfo of a collected scenario item (an outline's item: its row's).
+ITEM_SCENARIO = pytest.StashKey[ScenarioInfo]()
 
 
 def run_info(config: pytest.Config) -> RunInfo:

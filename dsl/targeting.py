@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 
 from .bdd_steps import ScenarioRuntime
-from .collect import ITEM_SCENARIO
 from .finalizers import CleanupInterrupted, CleanupTimedOut, FinalizerError, FinalizerStack
 from .nodes import NodeSession
-from .runinfo import RUN_INFO, RunInfo
+from .runinfo import ITEM_SCENARIO, RUN_INFO, RunInfo
 from .target import Target, TargetConfigError, TargetSession, check_options, default_target_name, load_target
 
 

@@ -19,6 +19,7 @@ from stepgraph.dsl.reports.design import parse_design_doc
 from stepgraph.dsl.reports.errors import InputError
 from stepgraph.dsl.reports.expectations import load_expectations
 from stepgraph.dsl.reports.lock import load_lock, write_lock
+from stepgraph.dsl.reports.paths import from_base
 from stepgraph.dsl.reports.results import load
 from stepgraph.dsl.reports.trace import Inputs, build_trace, lock_entries
 
@@ -42,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--update-lock", action="store_true", help="accept every current link into --lock")
     parser.add_argument("--only", action="append", metavar="GLOB", help="count only these requirement ids (e.g. 'B*', '8.5.*')")
     parser.add_argument("--allow-orphans", action="store_true", help="do not exit 2 when scenarios claim unknown ids")
+    parser.add_argument("--base", metavar="DIR", type=Path,
+                        help="name the design documents and the expectations file from DIR (default: the working folder), "
+                             "as the results name scenario files from the rootdir")
     return parser
 
 
@@ -67,19 +71,20 @@ def main(argv: list[str] | None = None) -> int:
     formats = _formats(args.format, parser)
     if args.update_lock and not args.lock:
         parser.error("--update-lock needs --lock FILE")
+    base = args.base or Path.cwd()
     try:
-        docs = [parse_design_doc(path) for path in args.design]
+        docs = [parse_design_doc(path, from_base(path, base)) for path in args.design]
         inputs = Inputs(
             docs=docs,
             runs=[load(path) for path in args.results],
             lock=load_lock(args.lock, docs) if args.lock and not args.update_lock else None,
-            expectations=load_expectations(args.expect) if args.expect else None,
+            expectations=load_expectations(args.expect, from_base(args.expect, base)) if args.expect else None,
             baseline=[load(path) for path in args.baseline] if args.baseline else None,
             only=args.only,
         )
         trace = build_trace(inputs)
         if args.update_lock:
-            _write(args.lock, lambda: write_lock(args.lock, lock_entries(trace)))
+            _write(args.lock, lambda: write_lock(args.lock, lock_entries(trace), docs))
             trace = build_trace(dataclasses.replace(inputs, lock=lock_entries(trace)))
         out = Path(args.out)
         for fmt in formats:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from markdown_it import MarkdownIt
@@ -60,8 +60,9 @@ class Requirement:
 
 @dataclass
 class DesignDoc:
-    path: str
+    path: str  # the document's name in the trace
     requirements: dict[str, Requirement] = field(default_factory=dict)
+    file: str = ""  # where it was read from, when that is not `path` (the lock names documents from the lock's folder)
 
     def coverage_ids(self) -> list[str]:
         return [rid for rid, req in self.requirements.items() if req.counts_for_coverage]
@@ -77,15 +78,20 @@ class _Heading:
     end: int = 0
 
 
-def parse_design_doc(path: str | Path) -> DesignDoc:
-    """Read one Markdown design document; raise InputError on anything that is not one."""
+def parse_design_doc(path: str | Path, name: str | None = None) -> DesignDoc:
+    """Read one Markdown design document, named `name` in the trace (default: `path`); raise
+    InputError on anything that is not one."""
     path = str(path)
     suffix = Path(path).suffix.lower()
     if suffix not in MARKDOWN_SUFFIXES:
         raise InputError(path, 1, f"design document is not Markdown (suffix {suffix or 'none'!r})",
                          "pass a .md file")
     text = read_text(path, "design document")
-    return parse_design_text(text, path)
+    doc = parse_design_text(text, path)
+    if name is None or name == path:
+        return doc
+    requirements = {rid: replace(req, path=name) for rid, req in doc.requirements.items()}
+    return DesignDoc(name, requirements, file=path)
 
 
 def parse_design_text(text: str, path: str = "<text>") -> DesignDoc:

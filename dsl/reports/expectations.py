@@ -72,7 +72,8 @@ class Expectation:
                 and not any(t.lstrip("@") in tags for t in self.without_tags))
 
 
-def load_expectations(path: str | Path) -> list[Expectation]:
+def load_expectations(path: str | Path, name: str | None = None) -> list[Expectation]:
+    """Read the expectations file at `path`; each one's `where` names it `name` (default: `path`)."""
     path = str(path)
     text = read_text(path, "expectations file")
     try:
@@ -88,7 +89,7 @@ def load_expectations(path: str | Path) -> list[Expectation]:
         line, col = node_position(data, list(error.absolute_path))
         raise InputError(path, line, error.message,
                          "each entry needs `name` and `expect: {passed: N, …}` (see expectations.py)", col)
-    return [Expectation(where=f"{path}:{node_position(data, [k])[0]}", **dict(entry)) for k, entry in enumerate(data)]
+    return [Expectation(where=f"{name or path}:{node_position(data, [k])[0]}", **dict(entry)) for k, entry in enumerate(data)]
 
 
 def check_expectations(expectations: list[Expectation], records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ def load_lock(path: str | Path, docs: list[DesignDoc]) -> Lock:
     data = _read(path)
     if not isinstance(data, dict) or data.get("schema") != LOCK_SCHEMA or not isinstance(data.get("documents"), dict):
         raise InputError(path, 1, "not a stepgraph review lock", FIX)
-    by_key = {_key(path, doc.path): doc for doc in docs}
+    by_key = {_key(path, doc.file or doc.path): doc for doc in docs}
     lock: Lock = {}
     for doc_key, scenarios in data["documents"].items():
         doc = by_key.get(str(doc_key))
@@ -76,13 +77,15 @@ def load_lock(path: str | Path, docs: list[DesignDoc]) -> Lock:
     return lock
 
 
-def write_lock(path: str | Path, entries: Lock) -> None:
-    """Accept `entries` (keyed by doc.path), keeping documents of the existing lock this trace did not cover."""
+def write_lock(path: str | Path, entries: Lock, docs: Sequence[DesignDoc] = ()) -> None:
+    """Accept `entries` (keyed by doc.path), keeping documents of the existing lock this trace did not cover.
+    A document of `docs` is found where it was read from (its `file`)."""
+    files = {doc.path: doc.file or doc.path for doc in docs}
     documents: dict[str, Any] = {}
     if Path(path).exists():
         existing = _read(str(path))
         if isinstance(existing, dict) and isinstance(existing.get("documents"), dict):
             documents = {str(k): v for k, v in existing["documents"].items()}
-    documents.update({_key(path, doc_path): links for doc_path, links in entries.items()})
+    documents.update({_key(path, files.get(doc_path, doc_path)): links for doc_path, links in entries.items()})
     text = json.dumps({"schema": LOCK_SCHEMA, "documents": dict(sorted(documents.items()))}, indent=1)
     write_atomically(path, text + "\n")

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from pytest_bdd.parser import Feature, Scenario, Step
 
+from stepgraph.dsl.reports.paths import portable_value
 from stepgraph.dsl.reports.records import StepRun, build_record, phase_of, scenario_run
 
 RECORD_PROPERTY = "stepgraph.scenario-record"
@@ -151,9 +152,11 @@ class RecordsPlugin:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
             return
+        # the command line as typed, except that an absolute path inside the rootdir is named from it
+        args = [portable_value(arg, self.config.rootpath) for arg in self.config.invocation_params.args]
         document = _module("results").assemble(
             self.records, started_at=self.started_at, duration_s=time.perf_counter() - self.started,
-            args=list(self.config.invocation_params.args), collection_errors=self.collection_errors,
+            args=args, collection_errors=self.collection_errors,
         )
         for option, module in OPTIONS.items():
             if self.outputs[option]:
@@ -169,10 +172,7 @@ class RecordsPlugin:
 
     def _trace(self, session: pytest.Session) -> None:
         """Write DIR/trace.*; a trace problem (orphans, unmet expectations) fails an otherwise green run."""
-        from stepgraph.dsl.compiler import display_path  # deferred like run_reports: only a reports run pays for it
-
-        # named relative to the working folder, so the reports read the same on every machine
-        design = [Path(display_path(p)) for p in self.config.getini("stepgraph_trace_design") or _dsl_design_doc(self.config)]
+        design = self.config.getini("stepgraph_trace_design") or _dsl_design_doc(self.config)
         if not design:
             lines = ["stepgraph trace: skipped — no design document (set ini stepgraph_trace_design)"]
             code = 0
@@ -183,7 +183,8 @@ class RecordsPlugin:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 code = _module("run_reports").write_trace(
                     self.reports, design, baseline=self.baseline,
-                    expect=expect[0] if expect else None, lock=lock[0] if lock else None)
+                    expect=expect[0] if expect else None, lock=lock[0] if lock else None,
+                    base=self.config.rootpath)  # files named from the rootdir, like pytest names tests
             lines = (out.getvalue() + err.getvalue()).splitlines()
         self.summary = lines
         if code and session.exitstatus == pytest.ExitCode.OK:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +19,8 @@ from pytest_bdd.parser import Scenario, ScenarioTemplate, Step
 from pytest_bdd.scenario import scenario_wrapper_template_registry
 
 from stepgraph.dsl.reports.environment import facts_for
-from stepgraph.dsl.runinfo import run_info
+from stepgraph.dsl.reports.paths import from_base, portable_value
+from stepgraph.dsl.runinfo import ITEM_SCENARIO, ScenarioInfo
 
 ID_TAG = "id:"
 DESIGN_TAG = "design:"
@@ -84,21 +84,25 @@ def build_record(item: pytest.Item, run: ScenarioRun) -> dict[str, Any] | None:
         return None
     template, scenario = found
     feature = template.feature
-    tags = sorted(scenario.tags | feature.tags | (template.rule.tags if template.rule else set()))
+    # The item's own scenario (an outline's item: its row, with its own id and its Examples' tags).
+    info = item.stash.get(ITEM_SCENARIO, None)
+    tags = sorted(scenario.tags | feature.tags | (template.rule.tags if template.rule else set()) | _ir_tags(info))
     outcome, reason = _outcome(run)
-    source, line_of = _source(item, feature.filename, scenario.name, template.name)
+    source, line_of = _source(item, feature.filename, info)
     steps = [_step_record(step, run.steps[k] if k < len(run.steps) else None, outcome, reason, line_of)
              for k, step in enumerate(scenario.steps)]
-    facts = facts_for(item)
+    facts = _portable_facts(item, facts_for(item))
     return {
         "nodeid": item.nodeid,
-        "id": scenario_id(item, tags),
-        "design": design_ids(tags),
+        "id": info.id if info is not None else scenario_id(item, tags),
+        "design": list(info.design) if info is not None else design_ids(tags),
         "name": scenario.name,
         "keyword": template.keyword,
-        "line": line_of(scenario.line_number),
+        # where the user wrote it (a YAML scenario's line in its YAML file, an outline row's in its Examples)
+        "line": info.scenario.location.line if info is not None else line_of(scenario.line_number),
         "tags": tags,
-        "feature": {"name": feature.name, "file": source, "line": line_of(feature.line_number),
+        "feature": {"name": feature.name, "file": source,
+                    "line": info.feature.location.line if info is not None else line_of(feature.line_number),
                     "keyword": feature.keyword, "tags": sorted(feature.tags)},
         "outcome": outcome,
         "reason": reason,
@@ -122,17 +126,30 @@ def scenario_id(item: pytest.Item, tags: list[str]) -> str | None:
     return f"{base}[{callspec.id}]"
 
 
-def _source(item: pytest.Item, feature_file: str, *names: str) -> tuple[str, Callable[[int], int]]:
-    """The file the user wrote and a map from .feature lines to its lines (YAML scenarios run as generated Gherkin).
-
-    The DSL's run info knows a scenario by its name in the file; an outline row by its rendered name.
-    """
-    info = next(filter(None, (run_info(item.config).scenario(feature_file, name) for name in names)), None)
-    if info is not None:
+def _source(item: pytest.Item, feature_file: str, info: ScenarioInfo | None) -> tuple[str, Callable[[int], int]]:
+    """The file the user wrote, named from the rootdir, and a map from .feature lines to its lines
+    (YAML scenarios run as generated Gherkin)."""
+    if info is not None:  # our collector names the file by its node id, which is from the rootdir
         return info.source, lambda line: info.location_of(line).line
-    path = Path(feature_file)
-    root = item.config.rootpath
-    return (path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)), lambda line: line
+    return from_base(feature_file, item.config.rootpath, item.config.invocation_params.dir), lambda line: line
+
+
+def _ir_tags(info: ScenarioInfo | None) -> set[str]:
+    """The tags the language gave the scenario (a row: its Examples' tags too, which pytest-bdd's
+    rendered row does not carry)."""
+    if info is None:
+        return set()
+    return {*info.feature.tags.as_gherkin(), *info.scenario.tags.as_gherkin()}
+
+
+def _portable_facts(item: pytest.Item, facts: dict[str, Any]) -> dict[str, Any]:
+    """A target's facts with every absolute path inside the rootdir named from it (a manifests
+    folder given that way, say), like every other path in the reports."""
+    def portable(value: Any) -> Any:
+        return portable_value(value, item.config.rootpath) if isinstance(value, str) else value
+
+    return {name: ({k: portable(v) for k, v in value.items()} if isinstance(value, dict) else portable(value))
+            for name, value in facts.items()}
 
 
 def design_ids(tags: list[str]) -> list[str]:

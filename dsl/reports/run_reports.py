@@ -38,9 +38,12 @@ def keep_previous(out: Path) -> Path | None:
 
 
 def write_trace(out: Path, design: list[Path], *, baseline: Path | None = None, expect: Path | None = None,
-                lock: Path | None = None) -> int:
-    """`stepgraph trace` over this run's results; returns its exit code (0, 1 or 2)."""
+                lock: Path | None = None, base: Path | None = None) -> int:
+    """`stepgraph trace` over this run's results; returns its exit code (0, 1 or 2). The trace names
+    files from `base` (the working folder if None)."""
     argv = ["--design", *map(str, design), "--results", str(out / "results.json"), "--out", str(out)]
+    if base is not None:
+        argv += ["--base", str(base)]
     if baseline is not None:
         argv += ["--baseline", str(baseline)]
     if expect is not None:
