@@ -15,10 +15,11 @@ MYPY   := $(BIN)/mypy -p stepgraph.dsl -p stepgraph.steps -p stepgraph.targets -
 # A strict editable install (see setup.py): build/__editable__… links every file of the packages
 # into the wheel's layout, so every tool resolves stepgraph.* the same way. A file added or removed
 # needs new links, so the list of package files is a prerequisite, rewritten only when it changes.
+# .ci/pip-install fails on any warning the build or the install prints.
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]' --config-settings editable_mode=strict
+	.ci/pip-install $(BIN)/pip --upgrade pip
+	.ci/pip-install $(BIN)/pip -e '.[dev]' --config-settings editable_mode=strict
 	touch $(STAMP)
 
 $(FILES): FORCE
@@ -27,7 +28,7 @@ $(FILES): FORCE
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 
 $(LINKS): $(STAMP) $(FILES)
-	$(BIN)/pip install --quiet --no-deps -e . --config-settings editable_mode=strict
+	.ci/pip-install $(BIN)/pip --no-deps -e . --config-settings editable_mode=strict
 	touch $(LINKS)
 
 run: $(LINKS)
