@@ -25,21 +25,22 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from stepgraph.dsl import DEFAULT_PLANNER_TICK_SECONDS, Session, TargetConfigError, TargetSession
-from stepgraph.twin import Twin
-from stepgraph.twin.apiserver.errors import ApiError
-from stepgraph.twin.apiserver.selectors import parse_label_selector
 from stepgraph.twin.faults import FaultSwitches
-from stepgraph.twin.process.reconciles import ReconcileTicks
 from stepgraph.twin.world import World, WorldError, agent_program_dir, load_world, profile
-from stepgraph.twin.world_install import build_twin, node_config
 
 from .leftovers import leftover_option
+
+# The cluster itself (API server, aiohttp, controllers, kubelets) is imported by `start`, and the
+# selector parser by `nodes`: collecting, linting and choosing a world read only the world file.
+if TYPE_CHECKING:
+    from stepgraph.twin import Twin
+    from stepgraph.twin.process.reconciles import ReconcileTicks
 
 CHECKED_RESOURCES = ("pods", "configmaps", "services", "daemonsets.apps", "dynamographdeployments.nvidia.com")
 
@@ -202,6 +203,10 @@ class TwinTarget:
 
     def nodes(self, selector: str) -> list[str]:
         """The world's nodes whose labels (as the twin will give them) match the label selector."""
+        from stepgraph.twin.apiserver.errors import ApiError
+        from stepgraph.twin.apiserver.selectors import parse_label_selector
+        from stepgraph.twin.world_install import node_config
+
         if self.world is None:
             self.configure({})
         assert self.world is not None
@@ -213,6 +218,8 @@ class TwinTarget:
         return [spec.name for spec in self.world.nodes if matches(node_config(self.world, spec).labels)]
 
     def start(self, options: Mapping[str, str]) -> TargetSession:
+        from stepgraph.twin.world_install import build_twin
+
         if self.world is None or options:
             self.configure(options)
         world = self.world

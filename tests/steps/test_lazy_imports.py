@@ -1,6 +1,7 @@
-"""Loading the step libraries imports no cluster client, and `stepgraph lint` of a Gherkin file
-imports neither pytest nor the YAML schema validator: the kubernetes client, urllib3, pytest and
-jsonschema each cost more to import than such a lint takes in all, so they come on first use."""
+"""Loading the step libraries imports no cluster client, `stepgraph lint` of a Gherkin file
+imports neither pytest nor the YAML schema validator, and collecting the catalog starts no twin:
+the kubernetes client, urllib3, pytest, jsonschema and the twin's API server (aiohttp) each cost
+more to import than such a lint or collection takes in all, so they come on first use."""
 
 from __future__ import annotations
 
@@ -26,11 +27,20 @@ heavy = {'kubernetes', 'urllib3', 'pytest', '_pytest', 'pytest_bdd', 'jsonschema
 print(sorted({m.split('.')[0] for m in sys.modules} & heavy))
 """
 
+COLLECT_THE_CATALOG = """
+import sys
+import pytest
+assert pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', 'scenarios']) == 0
+heavy = {'kubernetes', 'urllib3', 'aiohttp', 'stepgraph.twin.cluster', 'stepgraph.twin.apiserver'}
+print(sorted(heavy & ({m.split('.')[0] for m in sys.modules} | set(sys.modules))))
+"""
+
 
 def _imported(script: str, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=False, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=False, timeout=120,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.strip().splitlines()[-1]
 
 
 def test_loading_every_step_library_imports_no_cluster_client() -> None:
@@ -39,3 +49,7 @@ def test_loading_every_step_library_imports_no_cluster_client() -> None:
 
 def test_linting_a_gherkin_file_imports_no_test_runner_client_or_schema_validator() -> None:
     assert _imported(LINT_ONE_FILE, str(ROOT / "scenarios" / "demo" / "bindings.feature")) == "[]"
+
+
+def test_collecting_the_catalog_starts_no_twin_and_imports_no_cluster_client() -> None:
+    assert _imported(COLLECT_THE_CATALOG) == "[]"
