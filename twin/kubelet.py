@@ -25,15 +25,16 @@ import functools
 import logging
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .apiserver.errors import ApiError
 from .apiserver.objects import timestamp
+from .apiserver.streams import ExecOutput, ExecProcess, ExecRequest
 from .cuda_contexts import DEFAULT_GPU_MEMORY, plan_contexts
 from .host import qos_class_of
 from .node import GPU_RESOURCE, Node, env_value, gpu_request
-from .workloads import ExecResult, StartFailure, Workload, WorkloadContext, WorkloadRegistry
+from .workloads import BufferedExec, ExecResult, StartFailure, Workload, WorkloadContext, WorkloadRegistry
 
 log = logging.getLogger(__name__)
 BACKOFF_INITIAL = 10.0    # the kubelet's container restart back-off: first delay,
@@ -450,6 +451,16 @@ class Kubelet:
         except Exception:  # a broken workload is an exec failure, not a server crash
             log.exception("workload exec %r failed", argv)
             return ExecResult(stderr=b"exec failed: internal error in twin workload\n", exit_code=1)
+
+    def exec_stream(self, pod: dict, container: str, request: ExecRequest, output: ExecOutput) -> ExecProcess:
+        c = self._running(pod, container)
+        assert c.workload is not None and c.ctx is not None  # a running container has both
+        try:
+            return c.workload.exec_stream(c.ctx, request, output)
+        except Exception:  # a broken workload is an exec failure, not a server crash
+            log.exception("workload exec %r failed", list(request.argv))
+            return BufferedExec(lambda stdin: ExecResult(stderr=b"exec failed: internal error in twin workload\n",
+                                                         exit_code=1), replace(request, stdin=False), output)
 
     def proxy(self, pod: dict, port: int | None, path: str) -> tuple[int, str, bytes] | None:
         for spec in pod["spec"]["containers"]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .apiserver.streams import ExecOutput, ExecProcess, ExecRequest
 from .kubelet import Kubelet
 
 
@@ -31,6 +32,9 @@ class NodeRuntimes:
 
     def exec(self, pod: dict, container: str, argv: list[str], stdin: bytes | None) -> Any:
         return self._of(pod).exec(pod, container, argv, stdin)
+
+    def exec_stream(self, pod: dict, container: str, request: ExecRequest, output: ExecOutput) -> ExecProcess:
+        return self._of(pod).exec_stream(pod, container, request, output)
 
     def proxy(self, pod: dict, port: int | None, path: str) -> tuple[int, str, bytes] | None:
         return self._of(pod).proxy(pod, port, path)

@@ -77,22 +77,30 @@ def _split_operators(token: str) -> list[str]:
 
 def run(script: str, run_command: Callable[[list[str]], tuple[bytes, bytes, int]]) -> tuple[bytes, bytes, int]:
     """Runs the script's commands in order; `exit [N]` stops it (N defaults to the last status)."""
+    out, err, status, _ = run_lines(script, run_command)
+    return out, err, status
+
+
+def run_lines(script: str, run_command: Callable[[list[str]], tuple[bytes, bytes, int]],
+              status: int = 0) -> tuple[bytes, bytes, int, bool]:
+    """`run`, continuing from a previous `status` (what an interactive shell carries from line to
+    line); the last value says whether the shell has ended (`exit`, or an error that ends it)."""
     try:
         commands = parse(script)
     except Unsupported as exc:
-        return b"", (str(exc) + "\n").encode(), UNSUPPORTED_EXIT
-    out, err, status = b"", b"", 0
+        return b"", (str(exc) + "\n").encode(), UNSUPPORTED_EXIT, False
+    out, err = b"", b""
     for operator, argv in commands:
         if (operator == "&&" and status != 0) or (operator == "||" and status == 0):
             continue
         if argv[0] == "exit":
             if len(argv) > 2:
-                return out, err + b"sh: exit: too many arguments\n", 1
+                return out, err + b"sh: exit: too many arguments\n", 1, True
             if len(argv) == 2:
                 if not argv[1].isdigit():
-                    return out, err + f"sh: exit: Illegal number: {argv[1]}\n".encode(), UNSUPPORTED_EXIT
+                    return out, err + f"sh: exit: Illegal number: {argv[1]}\n".encode(), UNSUPPORTED_EXIT, True
                 status = int(argv[1]) % 256
-            return out, err, status
+            return out, err, status, True
         o, e, status = run_command(argv)
         out, err = out + o, err + e
-    return out, err, status
+    return out, err, status, False

@@ -17,11 +17,16 @@ Twin annotations a pod may carry (all optional):
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from . import shell
+from .apiserver.streams import STDERR, STDOUT, ExecOutput, ExecProcess, ExecRequest
+
+log = logging.getLogger(__name__)
 
 ANNOTATION_PREFIX = "twin.stepgraph.dev/"
 EXIT_AFTER = ANNOTATION_PREFIX + "exit-after"
@@ -144,6 +149,11 @@ class Workload:
     def http_get(self, ctx: WorkloadContext, port: int, path: str) -> HttpResponse | None:
         return None
 
+    def exec_stream(self, ctx: WorkloadContext, request: ExecRequest, output: ExecOutput) -> ExecProcess:
+        """An exec whose input and output flow while it runs (`kubectl exec -i`). By default the
+        command is `exec` run once its input is complete, its output written when it returns."""
+        return BufferedExec(lambda stdin: self.exec(ctx, list(request.argv), stdin), request, output)
+
     def listening_port(self, ctx: WorkloadContext, port: int) -> int | None:
         """The loopback port where this container's `port` accepts TCP connections (what
         port-forward dials), or None: a workload without a process listens nowhere."""
@@ -168,6 +178,142 @@ class DefaultWorkload(Workload):
 
     def exec(self, ctx: WorkloadContext, argv: list[str], stdin: bytes | None) -> ExecResult:
         return run_builtin(ctx, argv, stdin)
+
+    def exec_stream(self, ctx: WorkloadContext, request: ExecRequest, output: ExecOutput) -> ExecProcess:
+        """`sh` reading its commands from stdin runs each line as it arrives; `cat` (alone, or as
+        `sh -c cat`) copies input to output as it arrives; the rest run when their input is complete."""
+        argv = list(request.argv)
+        cmd = argv[0].rsplit("/", 1)[-1] if argv else ""
+        if request.stdin and cmd in ("sh", "bash") and len(argv) == 1:
+            return InteractiveShell(ctx, request, output)
+        if request.stdin and (argv == ["cat"] or (cmd in ("sh", "bash") and argv[1:] == ["-c", "cat"])):
+            return CopyInput(request, output)
+        return super().exec_stream(ctx, request, output)
+
+
+class BufferedExec:
+    """A one-shot `run(stdin)` behind the streaming interface: it runs at once without input,
+    when the input is closed, or — for a client that cannot close it (v4) — on the first input."""
+
+    def __init__(self, run: Callable[[bytes | None], ExecResult], request: ExecRequest, output: ExecOutput) -> None:
+        self._run, self._request, self._output = run, request, output
+        self._stdin = b""
+        self._lock = threading.Lock()
+        self._done = False
+        if not request.stdin:
+            self._finish()
+
+    def write_stdin(self, data: bytes) -> None:
+        with self._lock:
+            self._stdin += data
+        if not self._request.stdin_closes:
+            self._finish()
+
+    def close_stdin(self) -> None:
+        self._finish()
+
+    def resize(self, width: int, height: int) -> None:
+        pass  # no terminal to resize
+
+    def kill(self) -> None:
+        with self._lock:
+            self._done = True
+
+    def _finish(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+            stdin = self._stdin if self._request.stdin else None
+        try:
+            result = self._run(stdin)
+        except Exception:  # a broken workload is an exec failure, not a server crash
+            log.exception("workload exec %r failed", list(self._request.argv))
+            result = ExecResult(stderr=b"exec failed: internal error in twin workload\n", exit_code=1)
+        _emit(self._output, self._request, result.stdout, result.stderr)
+        self._output.exited(result.exit_code)
+
+
+def _emit(output: ExecOutput, request: ExecRequest, out: bytes, err: bytes) -> None:
+    """A terminal has one output: stderr goes where stdout does."""
+    if out:
+        output.write(STDOUT, out)
+    if err:
+        output.write(STDOUT if request.tty else STDERR, err)
+
+
+class InteractiveShell:
+    """The built-in shell reading commands from stdin: each complete line runs when it arrives
+    (`exit` ends it); end of input runs what is left and ends with the last status. No prompt,
+    no echo and no line editing, even with a terminal."""
+
+    def __init__(self, ctx: WorkloadContext, request: ExecRequest, output: ExecOutput) -> None:
+        self._ctx, self._request, self._output = ctx, request, output
+        self._pending = b""
+        self._status = 0
+        self._lock = threading.Lock()
+        self._done = False
+
+    def _line(self, line: bytes) -> bool:
+        def one(command: list[str]) -> tuple[bytes, bytes, int]:
+            result = run_builtin(self._ctx, command, None)
+            return result.stdout, result.stderr, result.exit_code
+        out, err, self._status, ended = shell.run_lines(line.decode(errors="replace"), one, self._status)
+        _emit(self._output, self._request, out, err)
+        return ended
+
+    def write_stdin(self, data: bytes) -> None:
+        with self._lock:
+            self._pending += data
+            while not self._done and b"\n" in self._pending:
+                line, self._pending = self._pending.split(b"\n", 1)
+                if self._line(line):
+                    self._end()
+
+    def close_stdin(self) -> None:
+        with self._lock:
+            if not self._done:
+                if self._pending.strip():
+                    self._line(self._pending)
+                self._end()
+
+    def _end(self) -> None:
+        self._done = True
+        self._output.exited(self._status)
+
+    def resize(self, width: int, height: int) -> None:
+        pass  # nothing here draws on a terminal
+
+    def kill(self) -> None:
+        with self._lock:
+            self._done = True
+
+
+class CopyInput:
+    """`cat` of stdin: what arrives is written out at once; end of input ends it with 0."""
+
+    def __init__(self, request: ExecRequest, output: ExecOutput) -> None:
+        self._output = output
+        self._lock = threading.Lock()
+        self._done = False
+
+    def write_stdin(self, data: bytes) -> None:
+        with self._lock:
+            if not self._done:
+                self._output.write(STDOUT, data)
+
+    def close_stdin(self) -> None:
+        with self._lock:
+            if not self._done:
+                self._done = True
+                self._output.exited(0)
+
+    def resize(self, width: int, height: int) -> None:
+        pass
+
+    def kill(self) -> None:
+        with self._lock:
+            self._done = True
 
 
 def run_builtin(ctx: WorkloadContext, argv: list[str], stdin: bytes | None) -> ExecResult:

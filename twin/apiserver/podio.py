@@ -1,10 +1,12 @@
 """Pod I/O subresources → the kubelet: `/log`, `/exec` (websocket channel protocol), `/proxy`.
 
 Exec speaks the channel protocol `kubernetes.stream.stream` uses: each binary frame starts with a
-channel byte — 0 stdin, 1 stdout, 2 stderr, 3 status (a `Status` JSON), and in
-v5.channel.k8s.io 255 to close a channel (how a client says "stdin is done").  The server
-prefers v5 when the client offers it (as Kubernetes ≥ 1.30 does) and falls back to v4; with v4
-and `stdin=true` the command runs after the first stdin frame, since v4 cannot signal EOF.
+channel byte — 0 stdin, 1 stdout, 2 stderr, 3 status (a `Status` JSON), 4 terminal size
+(`{"Width":…,"Height":…}`), and in v5.channel.k8s.io 255 to close a channel (how a client says
+"stdin is done"). The server prefers v5 when the client offers it (as Kubernetes ≥ 1.30 does)
+and falls back to v4. Input and output flow while the command runs (`streams.ExecProcess`);
+a workload that only runs whole commands gets its input when it is complete — for a v4 client,
+which cannot say so, at its first stdin frame.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from aiohttp import WSMsgType, web
 from .errors import ApiError, bad_request
 from .objects import timestamp
 from .store import Store
+from .streams import STDERR, STDOUT, ExecOutput, ExecProcess, ExecRequest
 
 V4, V5 = "v4.channel.k8s.io", "v5.channel.k8s.io"
-STDIN, STDOUT, STDERR, STATUS, CLOSE = 0, 1, 2, 3, 255
+STDIN, STATUS, RESIZE, CLOSE = 0, 3, 4, 255
 FRAME = 32 * 1024
 
 
@@ -34,7 +37,7 @@ class PodRuntime(Protocol):
 
     def follow_logs(self, pod: dict, container: str, fn: Any) -> Any: ...
 
-    def exec(self, pod: dict, container: str, argv: list[str], stdin: bytes | None) -> Any: ...
+    def exec_stream(self, pod: dict, container: str, request: ExecRequest, output: ExecOutput) -> ExecProcess: ...
 
     def proxy(self, pod: dict, port: int | None, path: str) -> tuple[int, str, bytes] | None: ...
 
@@ -126,6 +129,8 @@ def status_for(exit_code: int, argv: list[str]) -> dict:
 
 
 async def handle_exec(request: web.Request, store: Store, runtime: PodRuntime, namespace: str | None, name: str) -> web.StreamResponse:
+    """Run the command with its streams flowing both ways until it ends (then the status frame
+    and the close) or the client goes (then the command is killed, as containerd does)."""
     q = request.query
     pod = store.get("pods", namespace, name)
     argv = q.getall("command", [])
@@ -138,43 +143,76 @@ async def handle_exec(request: web.Request, store: Store, runtime: PodRuntime, n
         raise ApiError(400, "Upgrade request required", "BadRequest")
     await ws.prepare(request)
     protocol = ws.ws_protocol or V4
-    stdin: bytes | None = None
-    if q.get("stdin", "").lower() in ("1", "true"):
-        stdin = await _read_stdin(ws, protocol)
+    tty = _flag(q, "tty")
+    wanted = {STDOUT: q.get("stdout", "true").lower() in ("1", "true"),
+              STDERR: q.get("stderr", "true").lower() in ("1", "true") and not tty}  # a terminal has no stderr
+    exec_request = ExecRequest(tuple(argv), stdin=_flag(q, "stdin"), tty=tty, stdin_closes=protocol == V5)
     loop = asyncio.get_running_loop()
+    events: asyncio.Queue[tuple[int, Any] | None] = asyncio.Queue()
+    sink = _QueueOutput(loop, events)
     try:
-        result = await loop.run_in_executor(None, runtime.exec, pod, container, argv, stdin)
-        code, out, err = result.exit_code, result.stdout, result.stderr
-    except ApiError as exc:
-        code, out, err = 1, b"", (exc.message + "\n").encode()
-    want_out = q.get("stdout", "true").lower() in ("1", "true")
-    want_err = q.get("stderr", "true").lower() in ("1", "true")
+        process = await loop.run_in_executor(None, runtime.exec_stream, pod, container, exec_request, sink)
+    except ApiError as exc:  # the container stopped between the check and the start
+        sink.write(STDERR, (exc.message + "\n").encode())
+        sink.exited(1)
+        process = None
+    reader = asyncio.ensure_future(_from_client(ws, protocol, process, exec_request.stdin))
+    reader.add_done_callback(lambda _: events.put_nowait(None))
+    ended = False
     try:
-        for channel, data, wanted in ((STDOUT, out, want_out), (STDERR, err, want_err)):
-            for i in range(0, len(data), FRAME) if wanted else ():
-                await ws.send_bytes(bytes([channel]) + data[i:i + FRAME])
-        await ws.send_bytes(bytes([STATUS]) + json.dumps(status_for(code, argv)).encode())
+        while (event := await events.get()) is not None:
+            channel, payload = event
+            if channel == STATUS:
+                await ws.send_bytes(bytes([STATUS]) + json.dumps(status_for(payload, argv)).encode())
+                ended = True
+                break
+            if wanted.get(channel):
+                for i in range(0, len(payload), FRAME):
+                    await ws.send_bytes(bytes([channel]) + payload[i:i + FRAME])
     except (ConnectionResetError, RuntimeError):
         pass  # the client went away; nothing left to tell it
+    finally:
+        reader.cancel()
+        if not ended and process is not None:
+            await loop.run_in_executor(None, process.kill)
     await ws.close()
     return ws
 
 
-async def _read_stdin(ws: web.WebSocketResponse, protocol: str) -> bytes:
-    data = b""
+class _QueueOutput:
+    """ExecOutput → the handler's queue, from whichever thread the runtime writes on."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue) -> None:
+        self._loop, self._queue = loop, queue
+
+    def write(self, stream: int, data: bytes) -> None:
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, (stream, bytes(data)))
+
+    def exited(self, code: int) -> None:
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, (STATUS, code))
+
+
+async def _from_client(ws: web.WebSocketResponse, protocol: str, process: ExecProcess | None, stdin: bool) -> None:
+    """Client frames → the command: stdin (0), v5's close of stdin (255 0), terminal size (4).
+    Frames are handed over one at a time, so input keeps its order."""
+    loop = asyncio.get_running_loop()
     async for msg in ws:
         if msg.type not in (WSMsgType.BINARY, WSMsgType.TEXT):
             break
         raw = msg.data if isinstance(msg.data, bytes) else msg.data.encode()
-        if not raw:
+        if not raw or process is None:
             continue
-        if raw[0] == CLOSE and protocol == V5:
-            break
-        if raw[0] == STDIN:
-            data += raw[1:]
-            if protocol == V4:
-                break
-    return data
+        if raw[0] == STDIN and stdin and len(raw) > 1:
+            await loop.run_in_executor(None, process.write_stdin, raw[1:])
+        elif raw[0] == CLOSE and protocol == V5 and raw[1:2] == bytes([STDIN]):
+            await loop.run_in_executor(None, process.close_stdin)
+        elif raw[0] == RESIZE:
+            try:
+                size = json.loads(raw[1:])
+                width, height = int(size["Width"]), int(size["Height"])
+            except (ValueError, KeyError, TypeError):
+                continue  # the kubelet logs a malformed size and goes on
+            await loop.run_in_executor(None, process.resize, width, height)
 
 
 def parse_proxy_name(name: str) -> tuple[str, int | None]:

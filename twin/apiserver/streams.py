@@ -26,6 +26,7 @@ class ExecRequest:
     argv: tuple[str, ...]
     stdin: bool = False     # the client will send input (and, on v5, close it)
     tty: bool = False       # a terminal: stderr is merged into stdout, resizes arrive
+    stdin_closes: bool = True  # the client can say its input has ended (v5); a v4 client cannot
 
 
 class ExecOutput(Protocol):

@@ -40,10 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..apiserver.streams import STDERR, ExecOutput, ExecProcess, ExecRequest
 from ..devices import DeviceDirectory
 from ..workloads import ExecResult, HttpResponse, StartFailure, Workload, WorkloadContext, WorkloadRegistry
 from .child._stepgraph_ports import POD_IP_ENV, read_table
 from .child._stepgraph_ports import TABLE_ENV as PORTS_ENV
+from .exec_stream import PipedExec, take_terminal
 from .podenv import ContainerConfigError, command_line, container_env
 from .reconciles import ReconcileTicks
 from .view import SERVICE_ACCOUNT_DIR, Mount, NodeView, ProcessView, ViewError
@@ -142,15 +144,22 @@ class ProcessRuntime:
 
     # -- children -------------------------------------------------------------------------
     def spawn(self, argv: list[str], *, env: dict[str, str], cwd: Path, stdin: int | None = subprocess.DEVNULL,
+              stdout: int = subprocess.PIPE, stderr: int = subprocess.PIPE, terminal: bool = False,
               ) -> subprocess.Popen:
-        """Start a child from the spawner thread; FileNotFoundError/PermissionError if argv[0] cannot run."""
+        """Start a child from the spawner thread; FileNotFoundError/PermissionError if argv[0] cannot run.
+        `terminal`: its stdin is a pseudo-terminal, which becomes its controlling terminal."""
         if self.closed:
             raise RuntimeError("the process runtime is closed")
 
+        def child_setup() -> None:
+            if _PREEXEC is not None:
+                _PREEXEC()
+            take_terminal()
+
         def start() -> subprocess.Popen:
-            return subprocess.Popen(argv, env=env, cwd=cwd, stdin=stdin, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
-                                    preexec_fn=_PREEXEC)
+            return subprocess.Popen(argv, env=env, cwd=cwd, stdin=stdin, stdout=stdout,
+                                    stderr=stderr, start_new_session=True, close_fds=True,
+                                    preexec_fn=child_setup if terminal else _PREEXEC)
         proc = self._spawner.submit(start).result()
         with self._lock:
             self._children.add(proc)
@@ -367,6 +376,21 @@ class ProcessWorkload(Workload):
         finally:
             self.runtime.forget(proc)
         return ExecResult(stdout=out, stderr=err, exit_code=exit_code_of(proc.returncode))
+
+    def exec_stream(self, ctx: WorkloadContext, request: ExecRequest, output: ExecOutput) -> ExecProcess:
+        """The real command, its input and output flowing while it runs (`exec_stream.py`)."""
+        argv = self.command(list(request.argv)) if self._view is not None else list(request.argv)
+        if self._view is None or (shutil.which(argv[0], path=self._env.get("PATH")) is None
+                                  and not Path(argv[0]).is_file()):
+            return super().exec_stream(ctx, request, output)  # the one-shot answers: not running, not found
+        running = PipedExec(request, output, self.runtime.forget)
+        try:
+            running.start(lambda cmd, **streams: self.runtime.spawn(cmd, env=self._env, cwd=self.program.root,
+                                                                    **streams), argv)
+        except (FileNotFoundError, PermissionError) as exc:
+            output.write(STDERR, (_start_error(argv[0], exc) + "\n").encode())
+            output.exited(126)
+        return running
 
     def http_get(self, ctx: WorkloadContext, port: int, path: str) -> HttpResponse | None:
         return http_get_port(self._ports, port, path) if self._running is not None else None
