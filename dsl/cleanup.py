@@ -20,8 +20,15 @@ class CleanupLedger:
     left: list[str] = field(default_factory=list)  # what is known to be still there
     verified_by: list[str] = field(default_factory=list)  # the checks that ran at the end
     notes: list[str] = field(default_factory=list)  # e.g. what another run left and this one removed
-    interrupted: bool = False
+    interrupted: bool = False  # by Ctrl-C or SIGTERM
+    exited: bool = False  # by pytest.exit (pytest reports it through the same hook as an interrupt)
     pending_interrupt: BaseException | None = None  # a Ctrl-C during a teardown, raised once it is done
+
+    @property
+    def stopped_by(self) -> str | None:
+        """What ended the run before its last test, or None. From then on pytest tears fixtures
+        down from its session end, where cleanup reports a failure instead of raising it."""
+        return "the interrupt" if self.interrupted else "pytest.exit" if self.exited else None
 
     def record(self, stack: FinalizerStack) -> None:
         """Take in what one finalizer stack did (after its `run`, also when that raised)."""

@@ -111,8 +111,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class _InterruptWatch:
-    """Marks the run interrupted when pytest sees the KeyboardInterrupt: from then on pytest tears
-    fixtures down from its session end, where cleanup reports failures instead of raising them."""
+    """Marks the run interrupted when pytest sees the KeyboardInterrupt, or ended by pytest.exit
+    (pytest calls the same hook for both): from then on pytest tears fixtures down from its
+    session end, where cleanup reports failures instead of raising them."""
 
     def __init__(self, info: RunInfo, config: pytest.Config) -> None:
         self.info = info
@@ -120,6 +121,9 @@ class _InterruptWatch:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        if isinstance(excinfo.value, pytest.exit.Exception):  # not an interrupt: pytest prints no traceback for it
+            self.info.cleanup.exited = True
+            return
         self.info.cleanup.interrupted = True
         if not self.config.getoption("fulltrace", False):  # (no such option without the terminal plugin)
             # The terminal reporter renders the whole traceback (parsing the source file of each of

@@ -136,9 +136,10 @@ def _cleanup(info: RunInfo, run: Callable[[], None], *, stack: FinalizerStack | 
 
     In an ordinary run a failure is raised (the scenario errors, the run fails); a Ctrl-C is held
     until pytest has finished the teardown it arrived in, then raised. Once the run is
-    interrupted, pytest tears fixtures down from its session end, where an exception would end
-    in a raw traceback and skip the rest of the cleanup: failures are then printed as one line
-    each and the run ends with pytest's interrupted exit code. A second Ctrl-C during the cleanup
+    interrupted (or ended by pytest.exit), pytest tears fixtures down from its session end, where
+    an exception would end in a raw traceback and skip the rest of the cleanup: failures are then
+    printed as one line each and the run ends with pytest's interrupted exit code (or the one
+    pytest.exit gave). A second Ctrl-C during the cleanup
     stops it, printing exactly what is left; so does the cleanup's time bound, and fails the run.
     """
     __tracebackhide__ = True
@@ -155,21 +156,21 @@ def _cleanup(info: RunInfo, run: Callable[[], None], *, stack: FinalizerStack | 
             info.cleanup.left += [f"not done: {d}" for d in exc.left]
         message = f"stepgraph: {what} took longer than {exc.budget_s:g} s (--cleanup-timeout) — left as is: {'; '.join(exc.left)}"
         sys.stderr.write(message + "\n")
-        if not info.cleanup.interrupted:  # the run fails (an interrupted one exits 2 already)
+        if not info.cleanup.stopped_by:  # the run fails (a stopped one exits with its own code already)
             raise CleanupTookTooLong(message) from None
     except BaseException as exc:
         _record(info, stack)
         if stack is None and not isinstance(exc, KeyboardInterrupt):  # a check at the end: what it found is left
             info.cleanup.left += _found(exc)
-        if isinstance(exc, KeyboardInterrupt) and not info.cleanup.interrupted:
+        if isinstance(exc, KeyboardInterrupt) and not info.cleanup.stopped_by:
             # Raised out of a fixture teardown, it would make pytest drop the remaining teardowns
             # of that scope (the target's stop among them): held until the teardown is complete.
             info.cleanup.pending_interrupt = info.cleanup.pending_interrupt or exc
             return
-        if not info.cleanup.interrupted:
+        if not info.cleanup.stopped_by:
             raise
         if not isinstance(exc, KeyboardInterrupt):
-            sys.stderr.write(f"stepgraph: {what} failed after the interrupt: {' '.join(str(exc).split())}\n")
+            sys.stderr.write(f"stepgraph: {what} failed after {info.cleanup.stopped_by}: {' '.join(str(exc).split())}\n")
     else:
         _record(info, stack)
 
