@@ -2,7 +2,9 @@
 
 Subscribers run on the thread that made the change, after the store's lock is released.  A
 change made *by* a subscriber is queued behind the current ones, so every subscriber sees one
-total order of events.  A failing subscriber is logged and skipped: a broken controller must not
+total order of events.  What a subscriber is handed shares its contents with the stored object
+(a copy per subscriber per event made every kubelet of a multi-node twin copy every pod): it
+reads it, and copies what it wants to change.  A failing subscriber is logged and skipped: a broken controller must not
 turn a client's successful write into an error, nor stop the others.
 """
 
@@ -51,7 +53,7 @@ class Dispatcher:
         self._pending.append((resource, etype, obj))
 
     def drain(self, render: Callable[[str, dict], Any]) -> None:
-        """Deliver queued events; `render(resource, obj)` makes each subscriber's private copy."""
+        """Deliver queued events; `render(resource, obj)` is what each subscriber is handed."""
         if getattr(self._local, "active", False):
             return  # a subscriber's own write: the outer loop delivers it next
         with self._running:

@@ -10,6 +10,8 @@ Two audiences: the HTTP layer (watchers, `watch.py`, get events pushed through a
 `deliver` callable) and in-process components (kubelet, controllers, the GPU side) that `subscribe`.
 Subscribers run after the store's lock is released, in event order, on the mutating thread;
 events they cause are queued behind the current ones, so every subscriber sees one total order.
+Neither audience gets a copy: what they are handed shares the stored object's contents, which no
+write changes in place (a write stores a new object), and they only read it.
 """
 
 from __future__ import annotations
@@ -476,8 +478,9 @@ class Store:
         self._dispatcher.drain(self._render)
 
     def _render(self, key: str, obj: dict) -> dict:
+        """A subscriber's view: its own top level, the stored object's contents (see `out`)."""
         rtype = self.types.by_key(key)
-        return self.out(rtype, obj) if rtype else copy_tree(obj)
+        return self.out(rtype, obj, copy=False) if rtype else copy_tree(obj)
 
     # -- subscriptions and watches -----------------------------------------------------------
     def subscribe_all(self, fn: Callable[[str, str, dict], None]) -> None:
