@@ -19,6 +19,7 @@ import http.client
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -193,11 +194,14 @@ POD = {"apiVersion": "v1", "kind": "Pod",
 
 
 class Floor:
-    """The least an HTTP server must do for GET and a merge-PATCH of a pod: route, parse, merge, copy, encode."""
+    """The least an HTTP server must do for GET and a merge-PATCH of a pod (route, parse, merge, copy,
+    encode) and for a watch of it (each PATCH encoded once and written to every open watch). It
+    serves `pod`, the very object the twin serves (defaulted spec, a running pod's status), so
+    both encode the same document."""
 
-    def __init__(self) -> None:
-        self.pod = copy.deepcopy(POD)
-        self.pod["metadata"].update(uid="0", resourceVersion="1")
+    def __init__(self, pod: dict) -> None:
+        self.watchers: set[asyncio.Queue[bytes]] = set()
+        self.pod = copy.deepcopy(pod)
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -213,11 +217,31 @@ class Floor:
             body = await request.json()
             self.pod["metadata"].setdefault("annotations", {}).update(body["metadata"]["annotations"])
             self.pod["metadata"]["resourceVersion"] = str(int(self.pod["metadata"]["resourceVersion"]) + 1)
+            if self.watchers:
+                event = (json.dumps({"type": "MODIFIED", "object": self.pod}) + "\n").encode()
+                for queue in self.watchers:
+                    queue.put_nowait(event)
             return web.json_response(copy.deepcopy(self.pod))
+
+        async def watch(request: web.Request) -> web.StreamResponse:
+            queue: asyncio.Queue[bytes] = asyncio.Queue()
+            response = web.StreamResponse(headers={"Content-Type": "application/json"})
+            response.enable_chunked_encoding()
+            await response.prepare(request)
+            self.watchers.add(queue)
+            try:
+                while True:
+                    await response.write(await queue.get())
+            except (ConnectionResetError, asyncio.CancelledError):
+                pass
+            finally:
+                self.watchers.discard(queue)
+            return response
 
         app = web.Application()
         app.router.add_get("/api/v1/namespaces/{ns}/pods/{name}", get)
         app.router.add_patch("/api/v1/namespaces/{ns}/pods/{name}", patch)
+        app.router.add_get("/api/v1/namespaces/{ns}/pods", watch)
         runner = web.AppRunner(app, access_log=None)
         asyncio.set_event_loop(self.loop)
         self.loop.run_until_complete(runner.setup())
@@ -269,30 +293,83 @@ def _per_call(host: str, port: int, headers: dict[str, str], method: str, calls:
     return measure
 
 
+def _patch_to_watch(host: str, port: int, headers: dict[str, str], calls: int,
+                    server_thread: int | None = None) -> Callable[[], float]:
+    """Seconds from sending a PATCH to reading its event from a watch open on the pod (wall time,
+    or with `server_thread` that thread's CPU time): the answer to the PATCH is read after the
+    event, so each round is one write seen by one watcher."""
+    pod_path = "/api/v1/namespaces/default/pods/bench"
+
+    def now() -> float:
+        if server_thread is None:
+            return time.perf_counter()
+        return time.clock_gettime(time.pthread_getcpuclockid(server_thread))
+
+    def measure() -> float:
+        patcher = http.client.HTTPConnection(host, port)
+        patcher.request("GET", pod_path, headers=headers)
+        current = json.loads(patcher.getresponse().read())
+        rv = current["metadata"]["resourceVersion"]
+        watching = http.client.HTTPConnection(host, port)
+        watching.request("GET", f"/api/v1/namespaces/default/pods?watch=1&fieldSelector=metadata.name%3Dbench"
+                                f"&resourceVersion={rv}", headers=headers)
+        stream = watching.getresponse()
+        assert stream.status == 200, stream.status
+        elapsed = 0.0
+        for i in range(calls):
+            body = json.dumps({"metadata": {"annotations": {"bench/w": f"{id(stream)}-{i}"}}})
+            started = now()
+            patcher.request("PATCH", pod_path, body=body,
+                            headers={**headers, "Content-Type": "application/merge-patch+json"})
+            while True:  # the twin's own writes to the pod (none here) would come first
+                event = json.loads(stream.readline())
+                if (event["object"]["metadata"].get("annotations") or {}).get("bench/w") == f"{id(stream)}-{i}":
+                    break
+            elapsed += now() - started
+            answer = patcher.getresponse()
+            answer.read()
+            assert answer.status == 200, answer.status
+        watching.close()
+        patcher.close()
+        return elapsed / calls
+
+    return measure
+
+
 def twin_figures(repeat: int, calls: int = 300) -> list[Figure]:
     from kubernetes import client
 
     from stepgraph.twin import Twin
 
-    with Twin(seed=0) as twin, Floor() as floor:
+    with Twin(seed=0) as twin:
         api_client = twin.api_client()
         client.CoreV1Api(api_client).create_namespaced_pod("default", copy.deepcopy(POD))
-        cfg = api_client.configuration
-        headers = {"Accept": "application/json"}
-        for auth in cfg.auth_settings().values():
-            headers[auth["key"]] = auth["value"]
-        twin_host = cfg.host.split("//", 1)[1]
-        host, port = twin_host.rsplit(":", 1)
-        figures = []
-        server = next(t.ident for t in threading.enumerate() if t.name == "twin-apiserver")
-        threads = {"wall": (None, None), "server CPU": (server, floor.thread.ident)}
-        for method, target in (("PATCH", 1.5), ("GET", 1.2)):
+        twin.clock.sleep(5)  # scheduled and running: the pod as an agent reads it
+        served = twin.store.get("pods", "default", "bench")
+        with Floor(served) as floor:
+            cfg = api_client.configuration
+            headers = {"Accept": "application/json"}
+            for auth in cfg.auth_settings().values():
+                headers[auth["key"]] = auth["value"]
+            twin_host = cfg.host.split("//", 1)[1]
+            host, port = twin_host.rsplit(":", 1)
+            figures = []
+            server = next(t.ident for t in threading.enumerate() if t.name == "twin-apiserver")
+            threads = {"wall": (None, None), "server CPU": (server, floor.thread.ident)}
+            for method, target in (("PATCH", 1.5), ("GET", 1.2)):
+                for what, (ours, theirs) in threads.items():
+                    figures.append(interleave(
+                        Figure(f"twin {method} of a pod (raw HTTP, keep-alive), {what}",
+                               "minimal aiohttp handler, same JSON work", "ms", target=target),
+                        _per_call(host, int(port), headers, method, calls, ours),
+                        _per_call("127.0.0.1", floor.port, {"Accept": "application/json"}, method, calls, theirs),
+                        repeat))
             for what, (ours, theirs) in threads.items():
                 figures.append(interleave(
-                    Figure(f"twin {method} of a pod (raw HTTP, keep-alive), {what}",
-                           "minimal aiohttp handler, same JSON work", "ms", target=target),
-                    _per_call(host, int(port), headers, method, calls, ours),
-                    _per_call("127.0.0.1", floor.port, {"Accept": "application/json"}, method, calls, theirs),
+                    Figure(f"twin PATCH → its watch event (raw HTTP), {what}",
+                           "minimal aiohttp handler, same JSON work, one watch", "ms", target=1.5),
+                    _patch_to_watch(host, int(port), headers, calls, ours),
+                    _patch_to_watch("127.0.0.1", floor.port, {"Accept": "application/json"}, calls, theirs),
                     repeat))
         api_client.close()
     return figures
@@ -329,6 +406,33 @@ def node_list_figure(repeat: int, pods: int = 3000, calls: int = 200) -> Figure:
                              "ms", target=1.5), per_list(large), per_list(small), repeat)
 
 
+START_TWIN = """
+import json, sys, time
+sys.path.insert(0, {bench!r})
+from bench_fleet import one
+import stepgraph.twin.world, stepgraph.twin.world_install  # imported before the clocks start
+cpu = time.process_time()
+result = one({nodes})
+print(json.dumps({{"wall": result["agents_running_s"], "cpu": time.process_time() - cpu}}))
+"""
+
+
+def start_figure(repeat: int, small: int = 16, large: int = 128) -> Figure:
+    """A multi-node twin's start until every node's agent pod runs (`bench_fleet.one`, in a child
+    process each, imports excluded; seconds on `--clock`), `large` nodes against `small`: a start
+    linear in the nodes is large / small."""
+    def start(nodes: int) -> Callable[[], float]:
+        code = START_TWIN.format(bench=str(Path(__file__).resolve().parent), nodes=nodes)
+
+        def measure() -> float:
+            done = subprocess.run([PY, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+            return float(json.loads(done.stdout.strip().splitlines()[-1])[CLOCK])
+        return measure
+
+    return interleave(Figure(f"twin start until every agent runs, {large} nodes", f"{small} nodes (linear: "
+                             f"{large / small:g}×)", "s", target=large / small), start(large), start(small), repeat)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="samples per side of each figure (median of these)")
@@ -351,7 +455,7 @@ def main() -> None:
         if args.only in (None, "dsl"):
             figures += dsl_figures(Path(tmp), args.scenarios, args.repeat, wanted)
         if args.only in (None, "twin"):
-            figures += [*twin_figures(args.repeat), node_list_figure(args.repeat)]
+            figures += [*twin_figures(args.repeat), node_list_figure(args.repeat), start_figure(max(1, args.repeat // 2))]
     print(f"whole-process seconds: {args.clock} time; load average at the end {os.getloadavg()[0]:.1f}")
     print(table(figures))
 
