@@ -15,14 +15,14 @@ import pytest
 from pytest_bdd import step as bdd_step
 from pytest_bdd.parsers import StepParser
 
-from .binder import Attachment, attach, make_call
+from .binder import Attachment, attach, bind_joint, make_call
 from .bindings import Bindings
 from .context import StepContext
 from .diagnostics import Location
-from .execute import execute_call
+from .execute import execute_call, execute_joint
 from .finalizers import FinalizerStack
-from .ir import StepCall
-from .phrases import BIND_FIELD
+from .ir import JointCheck, Step
+from .phrases import BIND_FIELD, joint_window
 from .registry import Match, Registry
 from .target import TargetSession
 
@@ -41,7 +41,8 @@ class RegistryParser(StepParser):
         super().__init__("<any stepgraph step>")
         self.registry = registry
         self._seen: dict[str, Match | None] = {}
-        self._bound: dict[str, StepCall] = {}
+        self._bound: dict[str, Step] = {}
+        self._joints: list[JointCheck] = []  # the scenario's joint checks, found again by their checks
         # pytest-bdd hands a parser the step's text only; the data table or doc string of the step
         # about to run is set here by the plugin's before-step hook (steps run one at a time).
         self.attachment: Attachment | None = None
@@ -52,28 +53,41 @@ class RegistryParser(StepParser):
             self._seen[text] = matches[0] if len(matches) == 1 else None
         return self._seen[text]
 
-    def expect(self, steps: Iterable[tuple[str, StepCall]]) -> None:
+    def expect(self, steps: Iterable[tuple[str, Step]]) -> None:
         """The steps of the scenario about to run, as the compiler bound them (text → call).
 
         The compiler has matched every step against every declaration and validated its
         parameters; those calls are used as they are, instead of matching the text again and
         validating again at each step. A text that stands for two different calls in one
         scenario (the same words over two data tables) takes the matching path below."""
-        bound: dict[str, StepCall] = {}
+        bound: dict[str, Step] = {}
         twice: set[str] = set()
+        self._joints = []
         for text, call in steps:
             if bound.setdefault(text, call) != call:
                 twice.add(text)
+            if isinstance(call, JointCheck):
+                self._joints.append(call)
         self._bound = {text: call for text, call in bound.items() if text not in twice}
 
     def is_matching(self, name: str) -> bool:
-        return name in self._bound or self._match(name) is not None
+        return name in self._bound or self._match(name) is not None or joint_window(name) is not None
 
     def parse_arguments(self, name: str) -> dict[str, Any] | None:
         call = self._bound.get(name)
         if call is not None:
             self.attachment = None  # already part of the bound call
             return {"sg_call": call}
+        window = joint_window(name)
+        if window is not None:
+            attachment, self.attachment = self.attachment, None
+            lines = attachment[1].splitlines() if attachment is not None and attachment[0] == "docstring" else []
+            joint, diags = bind_joint(self.registry, window, [(line.strip(), Location("<step>")) for line in lines if line.strip()],
+                                      Location("<step>"))
+            if joint is None or diags:
+                raise ValueError("; ".join(str(d) for d in diags))
+            # the compiled one it equals (IR equality ignores positions) knows where its checks are written
+            return {"sg_call": next((known for known in self._joints if known == joint), joint)}
         m = self._match(name)
         if m is None:
             return None
@@ -103,7 +117,7 @@ def set_attachment(config: pytest.Config, step: Any) -> None:
         parser.attachment = None
 
 
-def expect_steps(config: pytest.Config, steps: Sequence[Any], calls: Sequence[StepCall]) -> None:
+def expect_steps(config: pytest.Config, steps: Sequence[Any], calls: Sequence[Step]) -> None:
     """Before a scenario runs: give the parser the compiler's call for each of pytest-bdd's steps
     (the same steps in the same order: background, rule background, the scenario's own); after
     it, none. Steps pytest-bdd reads from files stepgraph did not compile are matched as before."""
@@ -134,7 +148,7 @@ def register_steps(config: pytest.Config, registry: Registry) -> None:
     config.stash[REGISTERED] = True
 
 
-def stepgraph_step(sg_call: StepCall, stepgraph_scenario: ScenarioRuntime, request: pytest.FixtureRequest) -> Any:
+def stepgraph_step(sg_call: Step, stepgraph_scenario: ScenarioRuntime, request: pytest.FixtureRequest) -> Any:
     """Run one stepgraph step (`sg_call.decl` is its declaration) in the scenario's runtime."""
     __tracebackhide__ = True
     return stepgraph_scenario.run(sg_call, request.node.stash.get(STEP_LOCATION, None))
@@ -157,17 +171,22 @@ class ScenarioRuntime:
         self.run_finalizers = run_finalizers if run_finalizers is not None else FinalizerStack()
         self.cleanup_notes = cleanup_notes if cleanup_notes is not None else []
 
-    def run(self, call: StepCall, location: Location | None) -> Any:
+    def run(self, call: Step, location: Location | None) -> Any:
         __tracebackhide__ = True
-        ctx = StepContext(
+        if isinstance(call, JointCheck):
+            return execute_joint(call, [self.context(check.step_id, str(check.location)) for check in call.checks])
+        ctx = self.context(call.step_id, str(location) if location else "")
+        return execute_call(call.decl, call.params, ctx, bind_as=call.bind_as, within=call.within, throughout=call.throughout)
+
+    def context(self, step_id: str, location: str) -> StepContext:
+        return StepContext(
             session=self.session,
             bindings=self.bindings,
             finalizers=self.finalizers,
-            step_id=call.step_id,
-            location=str(location) if location else "",
+            step_id=step_id,
+            location=location,
             cache=self.cache,
             run_finalizers=self.run_finalizers,
             cleanup_notes=self.cleanup_notes,
             poll_interval=float(getattr(self.session, "poll_interval", 1.0)),
         )
-        return execute_call(call.decl, call.params, ctx, bind_as=call.bind_as, within=call.within, throughout=call.throughout)

@@ -10,8 +10,8 @@ from pydantic import ValidationError
 
 from .bindings import Ref, is_ref_text
 from .diagnostics import Diagnostic, Location
-from .ir import StepCall
-from .phrases import BIND_FIELD, Window, split_window
+from .ir import JointCheck, StepCall
+from .phrases import BIND_FIELD, JOINT_PHRASE, Window, split_window
 from .registry import Registry, StepDecl
 
 #: What a Gherkin step carries below its text: ("table", [row mappings]) or ("docstring", text).
@@ -49,6 +49,41 @@ def bind_text(
     if problem is not None:
         return None, [Diagnostic(location, *problem, "types")]
     return make_call(m.decl, raw, location, bind_as=bind_as, window=m.window)
+
+
+def joint_member_problem(decl: StepDecl, own_window: Window | None = None) -> tuple[str, str] | None:
+    """Why a step cannot be one of the checks judged together in one window, as (what, what to do)."""
+    if not decl.is_check:
+        return (f"{decl.id} is a {decl.keyword}-step, and only checks are judged together", "move it before or after the group")
+    if own_window is not None:
+        return (f"a check judged together takes the group's window, not a `{own_window.mode}` of its own", f"remove `{own_window}`")
+    if decl.phrase.attachment is not None:
+        what = _ATTACHMENT_WORDS[decl.phrase.attachment.type.name]
+        return (f"{decl.id} takes {what}, which a check judged together cannot carry", "check it in a step of its own")
+    return None
+
+
+def bind_joint(
+    registry: Registry, window: Window, lines: list[tuple[str, Location]], location: Location
+) -> tuple[JointCheck | None, list[Diagnostic]]:
+    """The checks of a joint-check header (one step text per line, each with its location) → the
+    group; every line that is not a check it can hold is an error at that line."""
+    if (problem := window.duration.bound_problem()) is not None:
+        what, _, hint = problem.partition(" — ")
+        return None, [Diagnostic(location, f"`{window.mode}`: {what}", hint, "types")]
+    if not lines:
+        return None, [Diagnostic(location, f"`{window} {JOINT_PHRASE}` lists no checks", "write one check per line below it", "syntax")]
+    calls, diags = [], []
+    for text, where in lines:
+        matches = registry.match(text)
+        if len(matches) == 1 and (member := joint_member_problem(matches[0].decl, matches[0].window)) is not None:
+            diags.append(Diagnostic(where, *member, "types"))
+            continue
+        call, more = bind_text(registry, text, where)
+        diags += more
+        if call is not None:
+            calls.append(call)
+    return (JointCheck(window, tuple(calls), location) if calls else None), diags
 
 
 def attach(decl: StepDecl, raw: dict[str, Any], attachment: Attachment | None) -> tuple[str, str] | None:

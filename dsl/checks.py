@@ -11,9 +11,10 @@ from collections.abc import Collection, Iterable
 from .bindings import SAME_KIND_AS_SOURCE, Reads, Ref
 from .diagnostics import Diagnostic, Location
 from .files import NamesFile
-from .ir import Feature, Scenario, StepCall
+from .ir import Feature, JointCheck, Scenario, StepCall, step_calls
 from .registry import INCREMENTS, Registry
 from .target import DEFAULT_TICK_SECONDS
+from .units import Duration
 
 #: Capabilities every target vocabulary shares; step declarations add their own `needs`.
 BASE_CAPABILITIES = frozenset({"k8s", "k8s-write", "nvml", "dcgm", "planner", "path-a", "path-b", "live"})
@@ -40,27 +41,33 @@ def _dataflow(feature: Feature, registry: Registry) -> list[Diagnostic]:
     diags = []
     for scenario in feature.scenarios or [None]:
         bound: dict[str, tuple[StepCall, str | None]] = {}  # name → the call that binds it, and the kind it produces
-        calls = feature.background + (scenario.steps if scenario else ())
-        for call in calls:
-            for name in call.reads:
-                if name not in bound:
-                    diags.append(
-                        Diagnostic(
-                            call.location, f"${name} is read before it is bound", f'bind it in an earlier step with as "{name}"', "dataflow"
+        for step in feature.background + (scenario.steps if scenario else ()):
+            # the checks of a joint check are judged at one observation, and bind once it holds:
+            # none of them reads what another of them binds
+            group = step.checks if isinstance(step, JointCheck) else (step,)
+            for call in group:
+                for name in call.reads:
+                    if name not in bound:
+                        diags.append(
+                            Diagnostic(
+                                call.location, f"${name} is read before it is bound", f'bind it in an earlier step with as "{name}"',
+                                "dataflow",
+                            )
                         )
-                    )
-            diags += _kinds(call, bound, registry)
-            if call.bind_as is not None:
-                if call.bind_as in bound:
-                    diags.append(
-                        Diagnostic(
-                            call.location, f'"{call.bind_as}" is already bound', "bindings are immutable — choose another name", "dataflow"
+                diags += _kinds(call, bound, registry)
+            for call in group:
+                if call.bind_as is not None:
+                    if call.bind_as in bound:
+                        diags.append(
+                            Diagnostic(
+                                call.location, f'"{call.bind_as}" is already bound', "bindings are immutable — choose another name",
+                                "dataflow",
+                            )
                         )
-                    )
-                kind = call.decl.produces
-                if kind == SAME_KIND_AS_SOURCE:
-                    kind = next((bound[n][1] for n in call.reads if n in bound), None)
-                bound.setdefault(call.bind_as, (call, kind))
+                    kind = call.decl.produces
+                    if kind == SAME_KIND_AS_SOURCE:
+                        kind = next((bound[n][1] for n in call.reads if n in bound), None)
+                    bound.setdefault(call.bind_as, (call, kind))
     return diags
 
 
@@ -90,7 +97,7 @@ def _kinds(call: StepCall, bound: dict[str, tuple[StepCall, str | None]], regist
 
 
 def _all_calls(feature: Feature) -> list[StepCall]:
-    return [*feature.background, *(c for s in feature.scenarios for c in s.steps)]
+    return [*step_calls(feature.background), *(c for s in feature.scenarios for c in step_calls(s.steps))]
 
 
 def _files(feature: Feature) -> list[Diagnostic]:
@@ -124,17 +131,26 @@ def _effects(feature: Feature) -> list[Diagnostic]:
 
 def _timing(feature: Feature) -> list[Diagnostic]:
     """A `within` shorter than the check's causal minimum (e.g. one agent tick) cannot pass reliably.
-    Statically a tick counts DEFAULT_TICK_SECONDS, the tick of both the twin and live nodes."""
+    A joint window must be long enough for each of its checks. Statically a tick counts
+    DEFAULT_TICK_SECONDS, the tick of both the twin and live nodes."""
+    windows: list[tuple[StepCall, Duration | None, str]] = []
+    steps = [*feature.background, *(step for s in feature.scenarios for step in s.steps)]
+    for step in steps:
+        if isinstance(step, JointCheck):
+            within = step.window.duration if step.window.mode == "within" else None
+            windows += [(call, within, " (the joint window)") for call in step.checks]
+        else:
+            windows.append((step, step.within, ""))
     diags = []
-    for call in _all_calls(feature):
+    for call, within, which in windows:
         minimum = call.decl.min_within
-        if minimum is None or call.within is None:
+        if minimum is None or within is None:
             continue
-        if call.within.to_seconds(DEFAULT_TICK_SECONDS) < minimum.to_seconds(DEFAULT_TICK_SECONDS):
+        if within.to_seconds(DEFAULT_TICK_SECONDS) < minimum.to_seconds(DEFAULT_TICK_SECONDS):
             diags.append(
                 Diagnostic(
                     call.location,
-                    f"within {call.within} is shorter than {call.step_id} can settle ({minimum})",
+                    f"within {within}{which} is shorter than {call.step_id} can settle ({minimum})",
                     f"wait at least within {minimum}",
                     "timing",
                 )
@@ -160,7 +176,7 @@ def order_hazards(scenarios: Iterable[tuple[Feature, Scenario]]) -> list[Diagnos
     diags: list[Diagnostic] = []
     incremented: dict[str, Location] = {}  # resource → the first step that increments it
     for feature, scenario in scenarios:
-        calls = feature.background + scenario.steps
+        calls = list(step_calls(feature.background + scenario.steps))
         for call in calls:
             for resource in sorted(call.decl.absolute & set(incremented)):
                 diags.append(

@@ -8,7 +8,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ir import Feature, Scenario
+from .ir import Feature, JointCheck, Scenario, StepCall
+from .phrases import Window
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Node:
     reads: list[str] = field(default_factory=list)
     within: str | None = None
     throughout: str | None = None
+    together: str | None = None  # checks judged together in one window share this (their group's first node)
     effects: list[str] = field(default_factory=list)
     needs: list[str] = field(default_factory=list)
 
@@ -61,9 +63,15 @@ def build_graph(feature: Feature, scenario: Scenario) -> StepGraph:
     nodes: list[Node] = []
     edges: list[Edge] = []
     producers: dict[str, str] = {}
-    calls = [("background", c) for c in feature.background] + [("scenario", c) for c in scenario.steps]
+    calls: list[tuple[str, StepCall, Window | None, str | None]] = []  # phase, call, its window, its joint group
+    for phase, steps in (("background", feature.background), ("scenario", scenario.steps)):
+        for step in steps:
+            if isinstance(step, JointCheck):
+                calls += [(phase, call, step.window, f"n{len(calls)}") for call in step.checks]
+            else:
+                calls.append((phase, step, step.window, None))
     compensated: list[str] = []
-    for index, (phase, call) in enumerate(calls):
+    for index, (phase, call, window, together) in enumerate(calls):
         node = Node(
             id=f"n{index}",
             step=call.step_id,
@@ -73,8 +81,9 @@ def build_graph(feature: Feature, scenario: Scenario) -> StepGraph:
             phase=phase,
             binds=call.bind_as,
             reads=call.reads,
-            within=str(call.within) if call.within else None,
-            throughout=str(call.throughout) if call.throughout else None,
+            within=str(window.duration) if window and window.mode == "within" else None,
+            throughout=str(window.duration) if window and window.mode == "throughout" else None,
+            together=together,
             effects=sorted(call.decl.effects),
             needs=sorted(call.decl.needs),
         )

@@ -6,11 +6,12 @@ equal to the original (`stepgraph convert` relies on that).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .diagnostics import Location
-from .phrases import Window
+from .phrases import JOINT_PHRASE, Window
 from .registry import Params, StepDecl
 from .units import Duration
 
@@ -51,6 +52,43 @@ class StepCall:
 
 
 @dataclass(frozen=True)
+class JointCheck:
+    """Checks judged together in one window: under `within`, all of them hold at one observation
+    before the window closes; under `throughout`, all of them hold at every observation of it.
+
+    Its checks carry no window of their own. Their bindings are made once the group holds, from
+    the observation at which it did."""
+
+    window: Window
+    checks: tuple[StepCall, ...]
+    location: Location = field(default=Location("<memory>"), compare=False)
+
+    step_id = "expect.together"
+    bind_as = None
+
+    @property
+    def reads(self) -> list[str]:
+        return [name for call in self.checks for name in call.reads]
+
+    def text(self) -> str:
+        """The canonical Gherkin text of its header line (its checks follow in a doc string)."""
+        return f"{self.window} {JOINT_PHRASE}"
+
+
+#: One step of a scenario: a step call, or checks judged together in one window.
+Step = StepCall | JointCheck
+
+
+def step_calls(steps: Iterable[Step]) -> Iterator[StepCall]:
+    """Every step call, those inside joint checks included, in order."""
+    for step in steps:
+        if isinstance(step, JointCheck):
+            yield from step.checks
+        else:
+            yield step
+
+
+@dataclass(frozen=True)
 class Tags:
     """Tags by meaning: `@id:B5`, `@design:8.5.7`, `@needs:nvml`, and everything else."""
 
@@ -70,7 +108,7 @@ class Scenario:
     name: str
     tags: Tags = Tags()
     description: str = ""
-    steps: tuple[StepCall, ...] = ()
+    steps: tuple[Step, ...] = ()
     location: Location = field(default=Location("<memory>"), compare=False)
     #: For one row of a Gherkin Scenario Outline: the outline's name (the IR holds each row expanded).
     outline: str | None = field(default=None, compare=False)
@@ -84,7 +122,7 @@ class Feature:
     name: str
     tags: Tags = Tags()
     description: str = ""
-    background: tuple[StepCall, ...] = ()
+    background: tuple[Step, ...] = ()
     scenarios: tuple[Scenario, ...] = ()
     location: Location = field(default=Location("<memory>"), compare=False)
     syntax: str = field(default="gherkin", compare=False)  # "gherkin" or "yaml"
@@ -97,7 +135,7 @@ class Feature:
 
     def needs(self, scenario: Scenario) -> frozenset[str]:
         """What the scenario needs: declared tags plus every step's declared needs (static check 5)."""
-        calls = self.background + scenario.steps
+        calls = step_calls(self.background + scenario.steps)
         return frozenset(self.tags.needs) | frozenset(scenario.tags.needs) | frozenset().union(*(c.decl.needs for c in calls))
 
 

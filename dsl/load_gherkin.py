@@ -11,9 +11,10 @@ from gherkin.errors import CompositeParserException, ParserError
 from gherkin.parser import Parser
 
 from . import ir
-from .binder import Attachment, bind_text
+from .binder import Attachment, bind_joint, bind_text
 from .diagnostics import Diagnostic, Location
 from .gherkin_text import keyword_hint, text_problems
+from .phrases import JOINT_PHRASE, Window, joint_window
 from .registry import Registry
 from .tags import tag_problem
 
@@ -130,7 +131,7 @@ class _Builder:
         return tags
 
     def feature(self, node: Mapping[str, Any]) -> tuple[ir.Feature | None, list[Diagnostic]]:
-        background: tuple[ir.StepCall, ...] = ()
+        background: tuple[ir.Step, ...] = ()
         scenarios: list[ir.Scenario] = []
         for child in node.get("children", []):
             if "background" in child:
@@ -173,7 +174,7 @@ class _Builder:
         """A `Rule:` → its scenarios, each with the rule's tags and Background steps (run after the
         feature's Background, as pytest-bdd runs them). The IR has no rule level, so the YAML
         equivalent is those scenarios written out."""
-        background: tuple[ir.StepCall, ...] = ()
+        background: tuple[ir.Step, ...] = ()
         scenarios: list[ir.Scenario] = []
         for child in node.get("children", []):
             if "background" in child:
@@ -187,7 +188,7 @@ class _Builder:
         return scenarios
 
     def scenarios(
-        self, node: dict[str, Any], rule: dict[str, Any] | None = None, rule_steps: tuple[ir.StepCall, ...] = ()
+        self, node: dict[str, Any], rule: dict[str, Any] | None = None, rule_steps: tuple[ir.Step, ...] = ()
     ) -> list[ir.Scenario]:
         """A Scenario → [it]; a Scenario Outline → one scenario per example row."""
         self.unique_name(node)
@@ -205,7 +206,7 @@ class _Builder:
         ]
 
     def outline(
-        self, node: dict[str, Any], rule: dict[str, Any] | None = None, rule_steps: tuple[ir.StepCall, ...] = ()
+        self, node: dict[str, Any], rule: dict[str, Any] | None = None, rule_steps: tuple[ir.Step, ...] = ()
     ) -> list[ir.Scenario]:
         """A Scenario Outline → one scenario per example row, `<name>` replaced by the row's value."""
         rows = []
@@ -242,8 +243,8 @@ class _Builder:
             )
         return expanded
 
-    def steps(self, nodes: list[dict[str, Any]]) -> tuple[ir.StepCall, ...]:
-        calls = []
+    def steps(self, nodes: list[dict[str, Any]]) -> tuple[ir.Step, ...]:
+        calls: list[ir.Step] = []
         if nodes and nodes[0].get("keywordType") not in ("Context", "Action", "Outcome"):
             # `And`, `But` and `*` take their kind from the step before; pytest-bdd refuses a block
             # that starts with one (while collecting), so it is refused here, where it has a position
@@ -257,9 +258,36 @@ class _Builder:
                 )
             )
         for node in nodes:
-            where = self.loc(node)
-            call, diags = bind_text(self.registry, node["text"], where, attachment_of(node))
+            step: ir.Step | None
+            window = joint_window(node["text"])
+            if window is not None:
+                step, diags = self.joint(node, window)
+            else:
+                step, diags = bind_text(self.registry, node["text"], self.loc(node), attachment_of(node))
             self.diags += diags
-            if call is not None:
-                calls.append(call)
+            if step is not None:
+                calls.append(step)
         return tuple(calls)
+
+    def joint(self, node: dict[str, Any], window: Window) -> tuple[ir.JointCheck | None, list[Diagnostic]]:
+        """`Then within <d> all of these hold together:` with its checks in the doc string below,
+        one per line; each line keeps its own position in the file."""
+        where = self.loc(node)
+        doc = node.get("docString")
+        if doc is None:
+            what = "a data table" if "dataTable" in node else "nothing"
+            return None, [
+                Diagnostic(
+                    where,
+                    f"`{window} {JOINT_PHRASE}` has {what} below it",
+                    'write its checks below it between two `"""` lines, one check per line',
+                    "syntax",
+                )
+            ]
+        line, column = doc["location"]["line"], doc["location"].get("column") or 1
+        lines = [
+            (text.strip(), Location(self.display, line + 1 + offset, column + len(text) - len(text.lstrip())))
+            for offset, text in enumerate(doc["content"].splitlines())
+            if text.strip()
+        ]
+        return bind_joint(self.registry, window, lines, where)

@@ -18,7 +18,7 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
 from . import ir
-from .binder import gherkin_form_problem, make_call, suggest_key
+from .binder import gherkin_form_problem, joint_member_problem, make_call, suggest_key
 from .bindings import is_ref_text
 from .diagnostics import Diagnostic, Location
 from .gherkin_text import BLOCK_KEYWORDS, STEP_KEYWORDS
@@ -241,9 +241,15 @@ def load_yaml(text: str, display: str, registry: Registry) -> tuple[ir.Feature |
                 "syntax",
             )
         ]
-    diags = [_schema_diagnostic(err, positions) for err in _validator().iter_errors(data)]
+    diags = [_schema_diagnostic(err, positions) for err in _validator().iter_errors(data) if not _expect_rule(err)]
     feature, more = _Builder(registry, positions, display, text.splitlines()).feature(data)
     return feature, diags + more
+
+
+def _expect_rule(err: Any) -> bool:
+    """A schema error about which keys an `expect` combines: the loader says it in its own words."""
+    path = tuple(err.absolute_path)
+    return bool(path) and path[-1] == "expect" and err.validator in ("not", "anyOf")
 
 
 def _schema_diagnostic(err: Any, positions: dict[Path_, Location]) -> Diagnostic:
@@ -406,10 +412,84 @@ class _Builder:
             location=_nearest(self.positions, (*path, "title")),
         )
 
-    def steps(self, items: Any, path: Path_) -> tuple[ir.StepCall, ...]:
+    def steps(self, items: Any, path: Path_) -> tuple[ir.Step, ...]:
         return tuple(self._calls(items if isinstance(items, list) else [], path, window=None))
 
-    def _calls(self, items: list[Any], path: Path_, window: Window | None) -> Iterator[ir.StepCall]:
+    def expect(self, value: dict[str, Any], path: Path_, outer: Window | None) -> Iterator[ir.Step]:
+        """`expect: {within|throughout: <d>, all: [checks]}` → each check under its own window, in
+        turn; `expect: {within|throughout: <d>, together: [checks]}` → one joint check."""
+        where = self.positions[path]
+        if outer is not None:
+            self.diags.append(Diagnostic(where, "`expect` cannot nest", "flatten it", "syntax"))
+            return
+        modes = [mode for mode in ("within", "throughout") if mode in value]
+        lists = [name for name in ("all", "together") if name in value]
+        problem = None
+        if len(modes) > 1:
+            problem = (
+                "`expect` has both `within` and `throughout`",
+                "give it one window: `within` (comes to hold) or `throughout` (holds all along)",
+            )
+        elif not lists:
+            problem = ("`expect` lists no checks", "list them under `all` (each comes to hold in turn) or `together` (all hold at once)")
+        elif len(lists) > 1:
+            problem = (
+                "`expect` has both `all` and `together`",
+                "give it one: `all` (each check in its own window, in turn) or `together` (one joint window)",
+            )
+        elif lists == ["together"] and not modes:
+            problem = (
+                "`together` needs a window",
+                "add `within: <duration>` (all hold at one observation) or `throughout: <duration>` (all hold at every observation)",
+            )
+        if problem is not None:
+            self.diags.append(Diagnostic(where, *problem, "syntax"))
+            return
+        if not isinstance(value[lists[0]], list):
+            return  # the schema reported it
+        try:
+            window = Window(modes[0], Duration.parse(value[modes[0]])) if modes else None
+        except ValueError as exc:
+            number = value[modes[0]]
+            if not isinstance(number, int | float) or isinstance(number, bool) or number < 0:
+                return  # the schema reported it
+            bound: str | None = str(exc)  # NaN and infinity pass the schema's `minimum: 0`
+        else:
+            bound = window.duration.bound_problem() if window is not None else None
+        if bound is not None:
+            what, _, hint = bound.partition(" — ")
+            self.diags.append(Diagnostic(_value_at(self.positions, (*path, "expect", modes[0])), f"`{modes[0]}`: {what}", hint, "syntax"))
+            return
+        items_path = (*path, "expect", lists[0])
+        if lists == ["all"]:
+            yield from self._calls(value["all"], items_path, window=window)
+            return
+        assert window is not None
+        checks: list[ir.StepCall] = []
+        for i, item in enumerate(value["together"]):
+            item_path = (*items_path, i)
+            if isinstance(item, str):
+                key, params = item, None
+            elif isinstance(item, dict) and len(item) == 1:
+                key, params = next(iter(item.items()))
+            else:
+                continue  # the schema reported it
+            if key == "expect":
+                self.diags.append(Diagnostic(self.positions[item_path], "`expect` cannot nest", "flatten it", "syntax"))
+                continue
+            decl = self.registry.by_key.get(key)
+            if decl is not None and (member := joint_member_problem(decl)) is not None:
+                self.diags.append(Diagnostic(_nearest(self.positions, (*item_path, key)), *member, "types"))
+                continue
+            if params is not None and not isinstance(params, dict):
+                continue  # the schema reported it
+            call = self._call(key, params, item_path, None)
+            if call is not None:
+                checks.append(call)
+        if checks:
+            yield ir.JointCheck(window, tuple(checks), where)
+
+    def _calls(self, items: list[Any], path: Path_, window: Window | None) -> Iterator[ir.Step]:
         for i, item in enumerate(items):
             item_path = (*path, i)
             if isinstance(item, str):
@@ -419,37 +499,8 @@ class _Builder:
             else:
                 continue  # the schema reported it
             if key == "expect":
-                if not isinstance(value, dict) or not isinstance(value.get("all"), list):
-                    continue
-                if window is not None:
-                    self.diags.append(Diagnostic(self.positions[item_path], "`expect` cannot nest", "flatten it", "syntax"))
-                    continue
-                modes = [mode for mode in ("within", "throughout") if mode in value]
-                if len(modes) > 1:
-                    self.diags.append(
-                        Diagnostic(
-                            self.positions[item_path],
-                            "`expect` has both `within` and `throughout`",
-                            "give it one window: `within` (comes to hold) or `throughout` (holds all along)",
-                            "syntax",
-                        )
-                    )
-                    continue
-                try:
-                    inner = Window(modes[0], Duration.parse(value[modes[0]])) if modes else None
-                except ValueError as exc:
-                    number = value[modes[0]]
-                    if not isinstance(number, int | float) or isinstance(number, bool) or number < 0:
-                        continue  # the schema reported it
-                    problem: str | None = str(exc)  # NaN and infinity pass the schema's `minimum: 0`
-                else:
-                    problem = inner.duration.bound_problem() if inner is not None else None
-                if problem is not None:
-                    what, _, hint = problem.partition(" — ")
-                    where = _value_at(self.positions, (*item_path, "expect", modes[0]))
-                    self.diags.append(Diagnostic(where, f"`{modes[0]}`: {what}", hint, "syntax"))
-                    continue
-                yield from self._calls(value["all"], (*item_path, "expect", "all"), window=inner)
+                if isinstance(value, dict):
+                    yield from self.expect(value, item_path, window)
                 continue
             if value is not None and not isinstance(value, dict):
                 continue

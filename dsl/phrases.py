@@ -170,6 +170,12 @@ WINDOW_MODES = ("within", "throughout")
 WINDOW_RE = re.compile(rf"^(within|throughout)\s+({DURATION_TEXT})\s*,?\s+(.*)$", re.DOTALL)
 
 
+#: The header of checks judged together in one window (their lines follow in a doc string):
+#: `Then within 2 agent ticks all of these hold together:`.
+JOINT_PHRASE = "all of these hold together:"
+JOINT_RE = re.compile(rf"^(within|throughout)\s+({DURATION_TEXT})\s*,?\s+all\s+of\s+these\s+hold\s+together\s*:?$")
+
+
 @dataclass(frozen=True)
 class Window:
     """`within 2 agent ticks` or `throughout 30 s` in front of a check."""
@@ -179,6 +185,12 @@ class Window:
 
     def __str__(self) -> str:
         return f"{self.mode} {self.duration}"
+
+
+def joint_window(text: str) -> Window | None:
+    """The window of a joint-check header (`within 2 agent ticks all of these hold together:`), or None."""
+    m = JOINT_RE.match(squeeze(text))
+    return Window(m.group(1), Duration.parse(m.group(2))) if m is not None else None
 
 
 def split_window(text: str) -> tuple[Window | None, str]:

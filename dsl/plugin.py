@@ -24,6 +24,7 @@ from .collect import TAG_KINDS, ScenarioModule
 from .compiler import SCENARIO_SUFFIXES
 from .eventually import CheckFailed
 from .failures import failure_block
+from .ir import step_calls
 from .nodes import add_option as add_nodes_option
 from .nodes import make_scheduler, record_node
 from .nodes import parametrize as parametrize_by_node
@@ -212,7 +213,7 @@ def mark_order_hazards(items: list[pytest.Item]) -> None:
     scenarios = [(item, item.stash[ITEM_SCENARIO]) for item in items if ITEM_SCENARIO in item.stash]
     for diag in order_hazards((info.feature, info.scenario) for _, info in scenarios):
         for item, info in scenarios:
-            if diag.location in {c.location for c in info.feature.background + info.scenario.steps}:
+            if diag.location in {c.location for c in step_calls(info.feature.background + info.scenario.steps)}:
                 item.stash.setdefault(HAZARDS, []).append(str(diag))
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from .ir import Feature, Scenario, StepCall, Tags
+from .ir import Feature, JointCheck, Scenario, Step, StepCall, Tags
 
 INDENT = "  "
 
@@ -52,15 +52,24 @@ def _tag_line(lines: list[str], tags: list[str], indent: str) -> None:
         lines.append(indent + " ".join(f"@{t}" for t in tags))
 
 
-def _gherkin_steps(calls: tuple[StepCall, ...]) -> list[str]:
+def _gherkin_steps(calls: tuple[Step, ...]) -> list[str]:
     out, previous = [], None
     for call in calls:
-        keyword = call.decl.keyword
+        keyword = "then" if isinstance(call, JointCheck) else call.decl.keyword
         word = "And" if keyword == previous else keyword.capitalize()
         out.append(f"{INDENT * 2}{word} {call.text()}")
-        out += _attachment_lines(call, INDENT * 3)
+        out += _joint_lines(call, INDENT * 3) if isinstance(call, JointCheck) else _attachment_lines(call, INDENT * 3)
         previous = keyword
     return out
+
+
+def _joint_lines(joint: JointCheck, indent: str) -> list[str]:
+    """The checks of a joint check, one per line in the doc string below its header."""
+    texts = [call.text() for call in joint.checks]
+    fence = next((f for f in ('"""', "```") if not any(f in text for text in texts)), None)
+    if fence is None:
+        raise RenderError(f"a check judged together holds both \"\"\" and ``` in {texts!r}, which no doc string can hold")
+    return [indent + fence, *(indent + text for text in texts), indent + fence]
 
 
 def _attachment_lines(call: StepCall, indent: str) -> list[str]:
@@ -142,9 +151,15 @@ def _yaml_tags(node: CommentedMap, tags: Tags) -> None:
             node[key] = seq
 
 
-def _yaml_steps(calls: tuple[StepCall, ...]) -> CommentedSeq:
+def _yaml_steps(calls: tuple[Step, ...]) -> CommentedSeq:
     seq = CommentedSeq()
     for group in _groups(calls):
+        if isinstance(group, JointCheck):
+            joint = CommentedMap()
+            joint[group.window.mode] = str(group.window.duration)
+            joint["together"] = CommentedSeq(_yaml_step(c) for c in group.checks)
+            seq.append(CommentedMap(expect=joint))
+            continue
         window = group[0].window
         if window is None:
             seq += [_yaml_step(c) for c in group]
@@ -156,10 +171,16 @@ def _yaml_steps(calls: tuple[StepCall, ...]) -> CommentedSeq:
     return seq
 
 
-def _groups(calls: tuple[StepCall, ...]) -> Iterator[list[StepCall]]:
+def _groups(calls: tuple[Step, ...]) -> Iterator[list[StepCall] | JointCheck]:
     """Consecutive checks sharing one window become one `expect`; everything else stands alone."""
     group: list[StepCall] = []
     for call in calls:
+        if isinstance(call, JointCheck):
+            if group:
+                yield group
+                group = []
+            yield call
+            continue
         if group and (call.window is None or call.window != group[-1].window):
             yield group
             group = []

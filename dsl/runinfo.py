@@ -24,7 +24,7 @@ import pytest
 
 from .cleanup import CleanupLedger
 from .diagnostics import Location
-from .ir import Feature, Scenario, StepCall
+from .ir import Feature, Scenario, Step
 
 if TYPE_CHECKING:
     from .target import Target, TargetSession
@@ -51,7 +51,7 @@ class ScenarioInfo:
         return self.feature.design_ids(self.scenario)
 
     @property
-    def calls(self) -> tuple[StepCall, ...]:
+    def calls(self) -> tuple[Step, ...]:
         """The scenario's steps as they run: the feature's Background, then its own (a rule's
         Background first among them)."""
         return self.feature.background + self.scenario.steps

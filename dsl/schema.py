@@ -82,12 +82,27 @@ def _layout(step: dict[str, Any]) -> dict[str, Any]:
             "step": step,
             "expect": {
                 "type": "object",
-                "required": ["all"],
-                "not": {"required": ["within", "throughout"]},
+                "description": "checks in a window: `all` each in turn, `together` judged at once",
+                "not": {"anyOf": [{"required": ["within", "throughout"]}, {"required": ["all", "together"]}]},
+                "anyOf": [
+                    {"required": ["all"]},
+                    {"required": ["together"], "anyOf": [{"required": ["within"]}, {"required": ["throughout"]}]},
+                ],
                 "properties": {
-                    "within": {**_DURATION, "description": "each check comes to hold before this much time has passed"},
-                    "throughout": {**_DURATION, "description": "each check holds at every observation for this long"},
-                    "all": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},
+                    "within": {**_DURATION, "description": "the checks come to hold before this much time has passed"},
+                    "throughout": {**_DURATION, "description": "the checks hold at every observation for this long"},
+                    "all": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {"$ref": "#/$defs/step"},
+                        "description": "each check in its own window, in turn",
+                    },
+                    "together": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {"$ref": "#/$defs/step"},
+                        "description": "checks judged together: all hold at one observation (within) or at every observation (throughout)",
+                    },
                 },
                 "additionalProperties": False,
             },

@@ -55,7 +55,7 @@ def test_unknown_keys_at_every_level(compile_source: Callable[..., CompiledFile]
     text = "title: T\ncolour: red\nsteps:\n  - expect: {within: 2 s, all: [{count: {count: 1}}], extra: 1}\n"
     assert messages(compile_source(text, "t.yaml")) == [
         "t.yaml:2:1: unknown key 'colour' in the file — allowed keys: title, id, design, needs, tags, description, steps, background",
-        "t.yaml:4:55: unknown key 'extra' in steps/0/expect — allowed keys: within, throughout, all",
+        "t.yaml:4:55: unknown key 'extra' in steps/0/expect — allowed keys: within, throughout, all, together",
     ]
 
 
