@@ -1,10 +1,12 @@
 """`stepgraph twin up` → a twin cluster on loopback until interrupted; prints the kubeconfig path.
 
     stepgraph twin up [--seed N] [--port P] [--kubeconfig PATH] [--world FILE] [--agent PATH]
-                      [--clock real|virtual|scaled[:RATE]]
+                      [--clock real|virtual|scaled[:RATE]] [--host-image PATTERN]…
 
 `--agent PATH` runs the agent DaemonSet's container as the real program in PATH (a folder holding
 `power_agent.py`, or `reference` for the twin's own agent), in the world given (default Path B).
+`--host-image busybox` runs busybox containers' command lines as processes of this machine (a
+real shell and coreutils, e.g. for the official client's e2e tests).
 
 Runs on the real clock by default (pods start after their start-up delay in wall time), so
 `kubectl --kubeconfig <path> get pods` and the Python client behave as against a cluster.
@@ -42,6 +44,9 @@ def parser() -> argparse.ArgumentParser:
     up.add_argument("--clock", type=_clock, default="real", help="real (default), virtual, or scaled[:RATE] (75 by default)")
     up.add_argument("--startup-delay", type=float, default=2.0, help="seconds from scheduling to Running")
     up.add_argument("--no-cdi", action="store_true", help="accept concrete NVIDIA_VISIBLE_DEVICES (not CDI mode)")
+    up.add_argument("--host-image", action="append", default=[], metavar="PATTERN",
+                    help="containers of images matching PATTERN (e.g. busybox) run their command lines as processes "
+                         "of this machine, with its files and commands (repeatable)")
     return p
 
 
@@ -52,6 +57,21 @@ def _clock(text: str) -> str:
 
 
 def build(args: argparse.Namespace) -> Twin:
+    twin = _build(args)
+    for pattern in args.host_image:
+        host_image(twin, pattern)
+    return twin
+
+
+def host_image(twin: Twin, pattern: str) -> None:
+    """Run containers of `pattern` as this machine's processes: the image's files are the machine's
+    own (its root, also seen at /host; the working folder `/`), so `sh`, `date`, `gzip` are real."""
+    from .process.runtime import ContainerMatch, Program
+    twin.processes.register(twin.workloads, f"host-image {pattern}", ContainerMatch(image=pattern),
+                            Program(root=Path("/"), mount="/host"))
+
+
+def _build(args: argparse.Namespace) -> Twin:
     if args.world is not None or args.agent is not None:
         from .world import WorldError, agent_program_dir, load_world, profile  # the GPU side, only when asked for
         from .world_install import build_twin

@@ -6,9 +6,12 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from importlib.metadata import entry_points
 
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.stream import stream
 
 from stepgraph.twin import cli
 
@@ -55,3 +58,24 @@ def test_a_bad_world_file_is_one_line_with_its_position_and_exit_2(tmp_path, cap
     assert _exit_code(["up", "--world", str(world)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{world}:1:1:" in err
+
+
+def test_host_image_runs_a_busybox_pod_as_the_machines_shell(tmp_path):
+    twin = cli.build(cli.parser().parse_args(["up", "--startup-delay", "0", "--host-image", "busybox"]))
+    with twin:
+        api = client.CoreV1Api(twin.api_client())
+        api.create_namespaced_pod("default", {"metadata": {"name": "box"}, "spec": {"containers": [
+            {"name": "main", "image": "busybox:1.36", "command": ["/bin/sh", "-c", "echo started; sleep 300"]}]}})
+        deadline = time.monotonic() + 20
+        while "started" not in _log(api, "box") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        out = stream(api.connect_get_namespaced_pod_exec, "box", "default", stdout=True, stderr=True, stdin=False,
+                     tty=False, command=["/bin/sh", "-c", "for i in $(seq 1 3); do echo -n x | gzip | gzip -d; done; pwd"])
+        assert out == "xxx/\n"  # a loop, command substitution, pipes and coreutils: the machine's own shell
+
+
+def _log(api, name):
+    try:
+        return api.read_namespaced_pod_log(name, "default")
+    except ApiException:
+        return ""  # the container is still being created
