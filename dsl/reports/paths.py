@@ -21,9 +21,12 @@ def from_base(path: str | Path, base: Path, start: Path | None = None) -> str:
 
 
 def portable_value(text: str, base: Path) -> str:
-    """A free-form value (a command-line argument, `--opt=VALUE`, a target's fact): an absolute
-    path inside `base` named from it; any other value as given (a relative one is what was typed)."""
-    prefix, sep, value = text.partition("=") if text.startswith("-") else ("", "", text)
+    """A free-form value (a command-line argument, `--opt=VALUE`, `key=VALUE`, a target's fact):
+    an absolute path inside `base` named from it; any other value as given (a relative one is
+    what was typed)."""
+    name, sep, value = text.partition("=")
+    if not sep or "/" in name:  # no `=`, or one inside a path
+        name, sep, value = "", "", text
     if os.path.isabs(value):
-        return prefix + sep + from_base(value, base)
+        return name + sep + from_base(value, base)
     return text

@@ -54,12 +54,12 @@ def run_from_a_subfolder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
     (project / "conftest.py").write_text(CONFTEST)
     (project / "pytest.ini").write_text(
         "[pytest]\nstepgraph_paths = scenarios\nstepgraph_design_doc = docs/plan.md\n"
-        "stepgraph_trace_expect = docs/expected.yaml\nstepgraph_trace_lock = docs/review.lock.json\n"
+        "stepgraph_trace_lock = docs/review.lock.json\n"
     )
     out = project / "out"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--target", "local", f"--stepgraph-reports={out}", str(project / "scenarios"),
-         "-p", "no:cacheprovider"],
+         "-o", f"stepgraph_trace_expect={project / 'docs' / 'expected.yaml'}", "-p", "no:cacheprovider"],
         cwd=project / "scenarios", capture_output=True, text=True, timeout=300, check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -84,7 +84,8 @@ def test_scenario_files_are_named_from_the_rootdir(run_from_a_subfolder: tuple[P
     assert "source:scenarios/waiting.yaml:2" in yaml["tags"]
     assert {r["fingerprint"]["manifests"] for r in document["scenarios"]} == {"manifests"}
     # the command line as typed, with the files and folders it names named from the rootdir
-    assert document["run"]["args"] == ["--target", "local", "--stepgraph-reports=out", "scenarios", "-p", "no:cacheprovider"]
+    assert document["run"]["args"] == ["--target", "local", "--stepgraph-reports=out", "scenarios",
+                                       "-o", "stepgraph_trace_expect=docs/expected.yaml", "-p", "no:cacheprovider"]
     cucumber = json.loads((out / "cucumber.json").read_text())
     assert sorted(f["uri"] for f in cucumber) == ["scenarios/lists.feature", "scenarios/waiting.yaml"]
 
