@@ -252,7 +252,8 @@ def cmd_run(args: argparse.Namespace, passthrough: list[str]) -> int:
     if missing:
         raise UsageError(f"no such path: {missing[0]}")
     if args.paths:
-        pytest_args += ["-o", "stepgraph_paths=" + " ".join(str(p) for p in args.paths)]
+        # absolute: pytest takes an -o path from the rootdir, the command line from the working folder
+        pytest_args += ["-o", "stepgraph_paths=" + " ".join(str(p.absolute()) for p in args.paths)]
     if "--gherkin-terminal-reporter" not in passthrough:
         passthrough = [*passthrough, "--gherkin-terminal-reporter", "-v"]
     if len(args.world) > 1:
