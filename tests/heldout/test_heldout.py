@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from pathlib import Path
 
 import pytest
 from heldout_runs import ROOT, SCENARIOS, Recorder, run_files
@@ -135,3 +136,32 @@ def test_selection_by_marker(name: str, marker: str, ids: list[str]) -> None:
     # Each collected item is named by its most specific id (a row's own over its outline's).
     collected = sorted(max(item, key=len) for item in recorder.collected)
     assert collected == sorted(ids)
+
+
+def _graph(path: object, capsys: pytest.CaptureFixture[str]) -> object:
+    """A file's step graphs as JSON, without source locations (they differ between syntaxes)."""
+    assert cli.main(["graph", str(path), "--format", "json"]) == 0
+    graphs = json.loads(capsys.readouterr().out)
+
+    def strip(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "location"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(graphs)
+
+
+CLEAN = sorted(name for name, spec in EXPECTED.items() if spec["lint"] == "clean")
+
+
+@pytest.mark.parametrize("name", CLEAN)
+def test_convert_to_the_other_syntax_keeps_the_graphs(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    source = SCENARIOS / name
+    other = tmp_path / (source.stem + (".yaml" if source.suffix == ".feature" else ".feature"))
+    assert cli.main(["convert", str(source), "--to", "yaml" if other.suffix == ".yaml" else "gherkin", "--out", str(other)]) == 0
+    capsys.readouterr()
+    assert _graph(other, capsys) == _graph(source, capsys)
