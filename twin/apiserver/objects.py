@@ -346,8 +346,15 @@ def service_update_problems(old: dict, new: dict) -> list[tuple[str, str, str]]:
 
 
 def updated(rtype: ResourceType, old: dict, body: dict, subresource: str | None) -> dict:
-    """The object an update would store: identity from `old`, spec/status per subresource."""
-    new = copy_tree(body)
+    """The object an update would store: identity from `old`, spec/status per subresource.
+
+    What `body` holds of `old` itself (the parts a patch left alone) stays shared, and so does
+    the status an update keeps: no write changes a stored object in place. The rest is copied,
+    and so is all of a workload, whose defaulting below writes into its spec and status."""
+    if rtype.key in WORKLOADS:
+        new = copy_tree(body)
+    else:
+        new = {k: v if v is old.get(k) and k != "metadata" else copy_tree(v) for k, v in body.items()}
     new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
     md = new.setdefault("metadata", {})
     for k in ("uid", "creationTimestamp", "namespace", "name", "deletionTimestamp",
@@ -358,11 +365,11 @@ def updated(rtype: ResourceType, old: dict, body: dict, subresource: str | None)
             md.pop(k, None)
     has_status = "status" in rtype.subresources
     if subresource == "status":
-        kept = copy_tree(old)
+        kept = copy_tree(old) if rtype.key in WORKLOADS else {**old, "metadata": copy_tree(old["metadata"])}
         kept["status"] = new.get("status", {})  # metadata and spec stay as they were, as on a real server
         return kept
     if has_status and "status" in old:
-        new["status"] = copy_tree(old["status"])
+        new["status"] = copy_tree(old["status"]) if rtype.key in WORKLOADS else old["status"]
     elif has_status:
         new.pop("status", None)
     if rtype.key == "pods" and (problems := pod_update_problems(old, new)):

@@ -148,16 +148,41 @@ def field_path(parts: Any) -> str:
     return out
 
 
-def validate(group: str, version: str, kind: str, obj: dict) -> tuple[list[tuple[str, str, str]], list[str]]:
-    """(invalid causes as (reason, field, message), unknown field paths) for a built-in kind."""
+def validate(group: str, version: str, kind: str, obj: dict, *,
+             valid_before: dict | None = None) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """(invalid causes as (reason, field, message), unknown field paths) for a built-in kind.
+
+    `valid_before`: an object that passed this same check (kind and version). A top-level field
+    `obj` shares with it (the very same value, not an equal one: `True == 1`) is not checked
+    again, where the kind's schema checks its fields one by one (see `_fieldwise`)."""
     name = definition_name(group, version, kind)
     if name is None:
         return [], []
+    checked = obj
+    if valid_before is not None and (required := _fieldwise(name)) is not None:
+        checked = {k: v for k, v in obj.items() if k in required or v is not valid_before.get(k, _ABSENT)}
     try:
-        _compiled(name)(obj)
+        _compiled(name)(checked)
     except fastjsonschema.JsonSchemaValueException:
         return split_errors(_validator(name).iter_errors(obj))
     return [], []
+
+
+_ABSENT = object()
+# An object schema made of only these keywords is a conjunction over the object's fields: each
+# field against its property's schema (or additionalProperties), plus the required ones present.
+_FIELDWISE_KEYWORDS = frozenset({"type", "properties", "additionalProperties", "required"})
+
+
+@cache
+def _fieldwise(name: str) -> frozenset[str] | None:
+    """The required fields of definition `name` if its schema checks an object field by field,
+    else None. Then an object is valid exactly when the required fields are there and each field
+    is valid, so only the fields that changed (and the required ones) need checking."""
+    schema = _lean_definitions()[name]
+    if set(schema) - _FIELDWISE_KEYWORDS:
+        return None
+    return frozenset(schema.get("required") or ())
 
 
 def split_errors(errors: Any) -> tuple[list[tuple[str, str, str]], list[str]]:

@@ -65,6 +65,11 @@ class Store:
         # Pods by spec.nodeName ("" while unscheduled): every node's kubelet and agent lists the
         # pods bound to it, every tick, and must not scan the whole cluster's for them.
         self._pods_on_node: dict[str, set[tuple[str, str]]] = {}
+        # Stored objects known to pass their kind's schema as they are, outside metadata, by
+        # (resource key, (namespace, name)) → (version, resourceVersion): an update that leaves
+        # their spec or status as it was need not check that part again. Set by updates only;
+        # a create changes the spec after its check (owned selectors), a delete mark the metadata.
+        self._validated: dict[tuple[str, tuple[str, str]], tuple[str, str]] = {}
         # Extra write checks per resource key: fn(new, old) → 422 causes (CRD names, Twin II rules).
         self.admission: dict[str, list[Callable[[dict, dict | None], list[tuple[str, str, str]]]]] = {}
 
@@ -203,10 +208,10 @@ class Store:
                 raise conflict(rtype.plural, rtype.group, name)
             new = objects.updated(rtype, old, body, subresource)
             self._record_update(rtype, old, new, field_manager, version)
-            self._validate(rtype, new, version, strict, warnings)
+            self._validate(rtype, new, version, strict, warnings, old)
             if dry_run:
                 return self.out(rtype, new, version, copy=copy)
-            result = self._write(rtype, old, new)
+            result = self._write(rtype, old, new, version)
         self._drain()
         return self.out(rtype, result or new, version, copy=copy)
 
@@ -253,10 +258,10 @@ class Store:
             new = objects.updated(rtype, old, patched, subresource)
             if kind != patches.APPLY_PATCH:
                 self._record_update(rtype, old, new, field_manager, version)
-            self._validate(rtype, new, version, strict, warnings)
+            self._validate(rtype, new, version, strict, warnings, old)
             if dry_run:
                 return self.out(rtype, new, version, copy=copy)
-            result = self._write(rtype, old, new)
+            result = self._write(rtype, old, new, version)
         self._drain()
         return self.out(rtype, result or new, version, copy=copy)
 
@@ -381,10 +386,15 @@ class Store:
                                                        "field": "metadata.namespace"}])
 
     def _validate(self, rtype: ResourceType, obj: dict, version: str | None, strict: bool,
-                  warnings: builtins.list[str] | None) -> None:
+                  warnings: builtins.list[str] | None, old: dict | None = None) -> None:
+        """`old`: the stored object `obj` replaces; what `obj` shares of it is not checked again
+        when `old` is known to have passed the same schema (see `_validated`)."""
         version = version or rtype.storage_version
         if rtype.builtin:
-            causes, unknown = schemas.validate(rtype.group, version, rtype.kind, obj)
+            known = old is not None and self._validated.get((rtype.key, _key(old))) == (
+                version, old["metadata"]["resourceVersion"])
+            causes, unknown = schemas.validate(rtype.group, version, rtype.kind, obj,
+                                               valid_before=old if known else None)
         elif rtype.schemas.get(version):
             causes, unknown = schemas.validate_with(rtype.schemas[version], obj)
         else:
@@ -400,8 +410,9 @@ class Store:
         if warnings is not None:
             warnings += [f'unknown field "{u}"' for u in unknown]
 
-    def _write(self, rtype: ResourceType, old: dict, new: dict) -> dict | None:
-        """Commit an update; returns None when it completed a deletion (finalizers emptied)."""
+    def _write(self, rtype: ResourceType, old: dict, new: dict, version: str | None) -> dict | None:
+        """Commit an update `new` that passed the schema of `version`; returns None when it
+        completed a deletion (finalizers emptied)."""
         if {k: v for k, v in new.items() if k not in ("metadata", "status")} != \
                 {k: v for k, v in old.items() if k not in ("metadata", "status")} and "generation" in old["metadata"]:
             new["metadata"]["generation"] = old["metadata"]["generation"] + 1
@@ -411,12 +422,16 @@ class Store:
             self._remove(rtype, new)
             return None
         self._commit(rtype, "MODIFIED", old, new)
+        if rtype.builtin:  # after the check only metadata changed (resourceVersion, generation)
+            self._validated[(rtype.key, _key(new))] = (version or rtype.storage_version,
+                                                       new["metadata"]["resourceVersion"])
         return new
 
     def _remove(self, rtype: ResourceType, obj: dict) -> None:
         md = obj["metadata"]
         key = (md.get("namespace", ""), md["name"])
         current = self._bucket(rtype).pop(key, None)
+        self._validated.pop((rtype.key, key), None)
         if current is None:
             return
         if rtype.key == "pods":
@@ -518,3 +533,8 @@ class Store:
             return self.create("events", ns, body)
         except ApiError:  # namespace terminating: events are best-effort, as on a real cluster
             return body
+
+
+def _key(obj: dict) -> tuple[str, str]:
+    md = obj["metadata"]
+    return md.get("namespace", ""), md["name"]
