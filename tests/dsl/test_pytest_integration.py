@@ -353,6 +353,8 @@ def test_stepgraph_run_passes_paths_and_pytest_options(project: pytest.Pytester)
     assert result.ret == 0
     result.stdout.fnmatch_lines(["Feature: Sample Gherkin", "    Scenario: Gherkin waits within ticks", "*1 passed*"])
     assert "Sample YAML" not in result.stdout.str()
+    # the command imports stepgraph.dsl before pytest starts: no warning that it cannot be rewritten
+    assert "PytestAssertRewriteWarning" not in result.stdout.str()
     # --reports reaches the reports plugin: the run's records land in the folder it names
     assert sorted(p.name for p in (project.path / "out").iterdir()) == ["cucumber.json", "junit.xml", "results.json"]
 
