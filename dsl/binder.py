@@ -11,8 +11,9 @@ from pydantic import ValidationError
 from .bindings import Ref, is_ref_text
 from .diagnostics import Diagnostic, Location
 from .ir import JointCheck, StepCall
-from .phrases import BIND_FIELD, JOINT_PHRASE, Window, split_window
+from .phrases import BIND_FIELD, JOINT_PHRASE, UNIT_TYPES, Window, split_window, squeeze
 from .registry import Registry, StepDecl
+from .units import Duration
 
 #: What a Gherkin step carries below its text: ("table", [row mappings]) or ("docstring", text).
 Attachment = tuple[str, Any]
@@ -38,6 +39,8 @@ def bind_text(
                     "types",
                 )
             ]
+        if (unit := _unit_problem(registry, text)) is not None:
+            return None, [Diagnostic(location, *unit, "types")]
         return None, [Diagnostic(location, f"undefined step: {text!r}", _suggest_phrase(registry, text), "binding")]
     if len(matches) > 1:
         ids = ", ".join(sorted(m.decl.id for m in matches))
@@ -216,6 +219,46 @@ def suggest_key(registry: Registry, key: str) -> str:
     if close:
         return "did you mean " + " or ".join(repr(c) for c in close) + "?"
     return "run `stepgraph steps` to list the steps"
+
+
+_WINDOW_WORDS = re.compile(r"^(within|throughout)\s+(\d+(?:\.\d+)?\s*[^\W\d]+)((?:\s+[^\W\d]+)?)\s*,?\s+(.*)$", re.DOTALL)
+
+
+def _unit_problem(registry: Registry, text: str) -> tuple[str, str] | None:
+    """For a step text no phrase reads: a misspelt unit, in a window (`within 2 tiks …`) or in a
+    power or duration parameter (`… is set to 310 w`), said with the unit's own message (which
+    unit was meant), as (what is wrong, what to do); None when no unit explains it."""
+    text = squeeze(text)
+    candidates: list[tuple[str | None, str, str]] = [(None, "", text)]
+    m = _WINDOW_WORDS.match(text)
+    if m is not None:
+        mode, one, more, rest = m.groups()
+        # the unit may be one word (`2 tiks`) or two (`2 agent tiks`)
+        candidates = [(mode, one + more, rest), (mode, one, f"{more.strip()} {rest}".strip()), *candidates]
+    for mode, duration, rest in candidates:
+        if mode is not None and re.fullmatch(r"all\s+of\s+these\s+hold\s+together\s*:?", rest):
+            readers: list[StepDecl | None] = [None]  # the header of checks judged together
+        else:
+            readers = [d for d in registry if d.phrase.match(rest) is not None or d.phrase.loose_match(rest) is not None]
+        if len(readers) != 1:
+            continue
+        [decl] = readers
+        if mode is not None:
+            try:
+                Duration.parse(duration)
+            except ValueError as exc:
+                what, _, hint = str(exc).partition(" — ")
+                return (f"`{mode}`: {what}", hint)
+        if decl is None:
+            continue
+        kinds = {slot.field: slot.type.name for slot in decl.phrase.slots}
+        for field, value in (decl.phrase.loose_match(rest) or {}).items():
+            try:
+                UNIT_TYPES[kinds[field]](value)
+            except ValueError as exc:
+                what, _, hint = str(exc).partition(" — ")
+                return (f"{decl.id}: parameter {field!r}: {what}", hint)
+    return None
 
 
 def _suggest_phrase(registry: Registry, text: str) -> str:

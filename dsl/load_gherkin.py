@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -41,6 +42,10 @@ def parse_tags(raw: list[str], where: Location | list[Location]) -> tuple[ir.Tag
     if len(ids) > 1:
         diags.append(Diagnostic(places[0], f"more than one id: {', '.join(ids)}", "give each scenario one @id", "duplicates"))
     return ir.Tags(id=ids[0] if ids else None, design=tuple(design), needs=tuple(needs), other=tuple(other)), diags
+
+
+#: A Scenario Outline placeholder: `<column>`.
+_PLACEHOLDER = re.compile(r"<([^<>\s][^<>]*)>")
 
 
 def substitute(text: str, values: dict[str, str]) -> str:
@@ -228,7 +233,7 @@ class _Builder:
             self.diags += diags
             if tags.id is not None:  # each row is a scenario of its own, so it gets an id of its own
                 tags = dataclasses.replace(tags, id=f"{tags.id}.{number}")
-            steps = [substitute_step(step, values) for step in node["steps"]]
+            steps = [substitute_step(step, values) for step in node["steps"] if not self.unfilled(step, values)]
             expanded.append(
                 ir.Scenario(
                     name=f"{node['name']} [{'-'.join(values.values())}]",
@@ -242,6 +247,24 @@ class _Builder:
                 )
             )
         return expanded
+
+    def unfilled(self, step: dict[str, Any], values: dict[str, str]) -> bool:
+        """Whether an outline step names a `<placeholder>` that the row has no column for (then it
+        is an error at the step: it would otherwise run with the placeholder's text as a value)."""
+        texts = [step["text"], step.get("docString", {}).get("content", "")]
+        texts += [cell["value"] for row in step.get("dataTable", {}).get("rows", []) for cell in row["cells"]]
+        missing = sorted({name for text in texts for name in _PLACEHOLDER.findall(text)} - set(values))
+        for name in missing:
+            columns = ", ".join(values) or "none"
+            self.diags.append(
+                Diagnostic(
+                    self.loc(step),
+                    f"`<{name}>` is not a column of this outline's Examples (columns: {columns})",
+                    "name one of the columns, or add the column to the Examples table",
+                    "syntax",
+                )
+            )
+        return bool(missing)
 
     def steps(self, nodes: list[dict[str, Any]]) -> tuple[ir.Step, ...]:
         calls: list[ir.Step] = []

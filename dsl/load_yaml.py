@@ -247,8 +247,11 @@ def load_yaml(text: str, display: str, registry: Registry) -> tuple[ir.Feature |
 
 
 def _expect_rule(err: Any) -> bool:
-    """A schema error about which keys an `expect` combines: the loader says it in its own words."""
+    """A schema error about which keys an `expect` combines, or a window written as text that is
+    not a duration: the loader says it in its own words (which unit was meant)."""
     path = tuple(err.absolute_path)
+    if len(path) >= 2 and path[-2] == "expect" and path[-1] in ("within", "throughout"):
+        return isinstance(err.instance, str)
     return bool(path) and path[-1] == "expect" and err.validator in ("not", "anyOf")
 
 
@@ -451,9 +454,9 @@ class _Builder:
             window = Window(modes[0], Duration.parse(value[modes[0]])) if modes else None
         except ValueError as exc:
             number = value[modes[0]]
-            if not isinstance(number, int | float) or isinstance(number, bool) or number < 0:
+            if not isinstance(number, str | int | float) or isinstance(number, bool) or (not isinstance(number, str) and number < 0):
                 return  # the schema reported it
-            bound: str | None = str(exc)  # NaN and infinity pass the schema's `minimum: 0`
+            bound: str | None = str(exc)  # a misspelt unit; NaN and infinity pass the schema's `minimum: 0`
         else:
             bound = window.duration.bound_problem() if window is not None else None
         if bound is not None:

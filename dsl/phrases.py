@@ -84,6 +84,12 @@ ATTACHMENT_TYPES = ("table", "docstring")
 register_placeholder_type("table", r"(?!x)x", list, str)
 register_placeholder_type("docstring", r"(?!x)x", str, str)
 
+#: Placeholders whose text is a number and a unit, and what parses it (the unit's own messages).
+UNIT_TYPES = {"power": Power.parse, "watts": whole_watts, "duration": Duration.parse}
+#: A number and one or two words: where a unit was meant, whatever unit was written.
+_LOOSE_UNIT = r"\d+(?:\.\d+)?\s*[^\W\d]+(?:\s+[^\W\d]+)?"
+LOOSE_WINDOW_RE = re.compile(rf"^(within|throughout)\s+({_LOOSE_UNIT})\s*,?\s+(.*)$", re.DOTALL)
+
 _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([A-Za-z_][A-Za-z0-9_]*))?\}")
 BIND_FIELD = "as"
 
@@ -106,6 +112,7 @@ class Phrase:
         self.slots: list[Slot] = []
         self._literals: list[str] = []
         self.attachment: Slot | None = None  # the data table or doc string below the step, if it takes one
+        self._loose: re.Pattern[str] | None = None
         body = self._split_attachment(text)
         regex, pos = [], 0
         for m in _PLACEHOLDER_RE.finditer(body):
@@ -145,6 +152,21 @@ class Phrase:
         if m is None:
             return None
         return {slot.field: slot.type.parse(value) for slot, value in zip(self.slots, m.groups(), strict=True)}
+
+    def loose_match(self, text: str) -> dict[str, str] | None:
+        """`text` read with every unit placeholder (power, watts, duration) taking a number and any
+        unit words: the raw texts of those placeholders, or None. For saying which unit was meant
+        (`310 w` → `W`) where the exact phrase does not match."""
+        units = [i for i, slot in enumerate(self.slots) if slot.type.name in UNIT_TYPES]
+        if not units:
+            return None
+        if self._loose is None:
+            parts = [_literal_regex(self._literals[0])]
+            for i, (slot, literal) in enumerate(zip(self.slots, self._literals[1:], strict=True)):
+                parts += [f"({_LOOSE_UNIT if i in units else slot.type.pattern})", _literal_regex(literal)]
+            self._loose = re.compile("".join(parts).strip())
+        m = self._loose.fullmatch(squeeze(text))
+        return {self.slots[i].field: m.group(i + 1) for i in units} if m is not None else None
 
     def render(self, values: dict[str, Any]) -> str:
         out = [self._literals[0]]

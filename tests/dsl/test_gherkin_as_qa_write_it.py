@@ -140,3 +140,26 @@ def test_outline_steps_substitute_table_cells_and_doc_strings(tmp_path: Path, re
     path.write_text(text)
     [row] = compile_file(path, registry).feature.scenarios
     assert row.steps[0].params.rows[0].limit == Power(300_000) and row.steps[1].params.text == "300 watts"
+
+
+def test_an_outline_placeholder_no_column_fills_is_an_error(compile_source: Callable[..., CompiledFile]) -> None:
+    """Left unfilled, `"<pods>"` would run as the text `<pods>` and `<watt>` would read as an
+    undefined step; both are the name of a column mistyped."""
+    text = '''\
+Feature: F
+  Scenario Outline: O
+    Given a baseline of agent.counters as "c0"
+    Then the thing "<pods>" holds
+    And the power limit of GPU "c0" is <watt>
+    And the power limit of GPU "c0" is <watts>
+
+    Examples:
+      | pod | watts |
+      | a   | 300 W |
+      | b   | 310 W |
+'''
+    hint = "name one of the columns, or add the column to the Examples table"
+    assert messages(compile_source(text)) == [
+        f"s.feature:4:5: `<pods>` is not a column of this outline's Examples (columns: pod, watts) — {hint}",
+        f"s.feature:5:5: `<watt>` is not a column of this outline's Examples (columns: pod, watts) — {hint}",
+    ]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
+from dsl_vocabulary import messages
 from pydantic import ValidationError
 
 from stepgraph.dsl import Duration, Params, Power, Ref, Registry
+from stepgraph.dsl.compiler import CompiledFile
 from stepgraph.dsl.phrases import Phrase, Window, split_window
 
 
@@ -92,3 +96,35 @@ def test_a_wrong_unit_suggests_the_right_one(kind: type, text: str, hint: str) -
 
 def test_planner_ticks_become_seconds_on_the_target() -> None:
     assert Duration.parse("2 planner ticks").to_seconds(15, 30) == 60 and str(Duration.parse("1 planner tick")) == "1 planner tick"
+
+
+def test_a_misspelt_unit_in_gherkin_says_which_was_meant(compile_source: Callable[..., CompiledFile]) -> None:
+    """The exact phrase does not match a wrong unit, so the step reads as undefined; the unit's
+    own message says what was meant instead."""
+    text = '''\
+Feature: F
+  Scenario: S
+    Given a baseline of agent.counters as "c0"
+    Then the power limit of GPU "c0" is 300 w
+    Then within 2 tiks the power limit of GPU "c0" is 300 W
+    Then throughout 2 agent tiks the power limit of GPU "c0" is 300 W
+    Then within 1 h all of these hold together:
+      """
+      the power limit of GPU "c0" is 300 W
+      """
+'''
+    durations = "Durations are written like 90 s, 500 ms, 2 min, 2 agent ticks or 1 planner tick"
+    assert messages(compile_source(text)) == [
+        "s.feature:4:5: t.power_limit: parameter 'equals': '300 w' is not a power — did you mean 'W'? Write it like 300 W or 300000 mW",
+        f"s.feature:5:5: `within`: '2 tiks' is not a duration — did you mean 'ticks'? {durations}",
+        f"s.feature:6:5: `throughout`: '2 agent tiks' is not a duration — did you mean 'agent ticks'? {durations}",
+        "s.feature:7:5: `within`: '1 h' is not a duration — write hours in minutes, e.g. 60 min",
+    ]
+
+
+def test_a_misspelt_window_unit_in_yaml_says_which_was_meant(compile_source: Callable[..., CompiledFile]) -> None:
+    text = "title: t\nsteps:\n  - expect: {within: 2 tiks, all: [count: {count: 1}]}\n"
+    assert messages(compile_source(text, "t.yaml")) == [
+        "t.yaml:3:22: `within`: '2 tiks' is not a duration — did you mean 'ticks'? "
+        "Durations are written like 90 s, 500 ms, 2 min, 2 agent ticks or 1 planner tick"
+    ]
