@@ -109,6 +109,20 @@ def fault_set(ctx: StepContext, params: FaultValueParams) -> dict[str, Any]:
     return set_switches(cluster(ctx), {params.name: params.parsed()})
 
 
+@given(
+    "faults.set_doc",
+    "the fault {name} is set to: {value:docstring}",
+    key="fault_set_doc",
+    needs=("twin-faults",),
+    effects=("modifies-objects",),
+    compensation=_put_back,
+)
+def fault_set_doc(ctx: StepContext, params: FaultValueParams) -> dict[str, Any]:
+    """Set a twin fault switch to the YAML value in the doc string below the step (e.g.
+    `[0, 1, 2, 3]` for "dcgm_set_connection_lost_gpus"); it is put back at the end."""
+    return set_switches(cluster(ctx), {params.name: params.parsed()})
+
+
 def _hostengine_running(c: Cluster, not_uid: str | None = None) -> None:
     pods = [p for p in c.system_pods(HOSTENGINE_SELECTOR) if p.status and p.status.phase == "Running"]
     fresh = [p for p in pods if p.metadata.uid != not_uid and not p.metadata.deletion_timestamp]

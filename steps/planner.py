@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BeforeValidator, field_validator
 
 from stepgraph.dsl import PLANNER_TICK, POD_START, CheckFailed, NoParams, Params, StepContext, Watts, then, when
+from stepgraph.dsl.units import whole_watts
 
 from ._clients import translated
 from ._cluster import DGD_LABEL, PLANNER_SELECTOR, POWER_ANNOTATION, ROLE_LABEL, WORKER_SELECTOR, Cluster, cluster
@@ -67,7 +68,47 @@ class TableParams(Params):
 @then("planner.worker_annotations", "the worker pods carry the power limits {table}", needs=("k8s",), min_within=PLANNER_TICK)
 def worker_annotations(ctx: StepContext, params: TableParams) -> None:
     """A1/A2: one worker pod per (DGD, role) of the table, each annotated with its watts."""
-    want = parse_role_table(params.table)
+    _check_worker_annotations(ctx, parse_role_table(params.table))
+
+
+def _cell_watts(value: object) -> int:
+    """A table cell in whole watts: `350` (the column says watts) or `350 W` / `350000 mW`."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return whole_watts(value)
+
+
+class WorkerLimit(Params):
+    dgd: str
+    role: str
+    watts: Annotated[int, BeforeValidator(_cell_watts)]
+
+
+class WorkerLimits(Params):
+    rows: list[WorkerLimit]
+
+    @field_validator("rows")
+    @classmethod
+    def _one_row_per_worker(cls, rows: list[WorkerLimit]) -> list[WorkerLimit]:
+        if not rows:
+            raise ValueError("the table has no rows — write one row per worker pod: | dgd | role | watts |")
+        keys = [(r.dgd, r.role) for r in rows]
+        if twice := sorted({f"{d}/{r}" for d, r in keys if keys.count((d, r)) > 1}):
+            raise ValueError(f"{', '.join(twice)} has more than one row — write one row per DGD and role")
+        return rows
+
+
+@then(
+    "planner.worker_annotations_table", "the worker pods carry the power limits: {rows:table}", key="worker_limits", needs=("k8s",),
+    min_within=PLANNER_TICK,
+)
+def worker_annotations_table(ctx: StepContext, params: WorkerLimits) -> None:
+    """A1/A2 with a data table below the step (columns dgd, role, watts; whole watts, `350` or
+    `350 W`): one worker pod per row's DGD and role, each annotated with its watts."""
+    _check_worker_annotations(ctx, {(r.dgd, r.role): r.watts for r in params.rows})
+
+
+def _check_worker_annotations(ctx: StepContext, want: dict[tuple[str, str], int]) -> None:
     seen: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
     for pod in cluster(ctx).pods(WORKER_SELECTOR):
         labels = pod.metadata.labels or {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from stepgraph.dsl import Bindings, CheckFailed, FinalizerStack, NoParams, Ref, StepContext
-from stepgraph.steps import cap_writes, faults, k8s, nvml, power_agent
+from stepgraph.steps import cap_writes, faults, k8s, nvml, planner, power_agent
 from stepgraph.targets.twin import TwinTarget
 
 
@@ -89,3 +89,27 @@ def test_a_crashed_agent_leaves_its_caps_and_the_new_one_takes_over(ctx: StepCon
     nvml.caps_multiset(ctx, nvml.CapsParams(caps="350, 325×3, 375×2, 300×2"))
     with pytest.raises(ValueError, match="write `crashes`"):
         power_agent.RestartParams(how="dies")
+
+
+def test_the_doc_string_fault_step_sets_the_yaml_value_below_it(ctx: StepContext) -> None:
+    local, c = _local(ctx), faults.cluster(ctx)
+    previous = faults.fault_set_doc(local, faults.FaultValueParams(name="dcgm_enforce_fails_gpus", value="[0,\n 3]\n"))
+    assert faults.twin_call(c, "GET", faults.FAULTS_PATH)["switches"]["dcgm_enforce_fails_gpus"] == [0, 3]
+    faults._put_back(local, NoParams(), previous)
+    assert faults.twin_call(c, "GET", faults.FAULTS_PATH)["switches"]["dcgm_enforce_fails_gpus"] == []
+
+
+def test_the_worker_annotation_table_holds_on_the_topology_and_fails_on_a_wrong_row(ctx: StepContext) -> None:
+    rows = [
+        {"dgd": "vllm-dgd-a", "role": "prefill", "watts": "350"},
+        {"dgd": "vllm-dgd-a", "role": "decode", "watts": "325 W"},
+        {"dgd": "vllm-dgd-b", "role": "prefill", "watts": "375"},
+        {"dgd": "vllm-dgd-b", "role": "decode", "watts": "325"},
+        {"dgd": "vllm-dgd-c", "role": "decode", "watts": "300000 mW"},
+    ]
+    planner.worker_annotations_table(ctx, planner.WorkerLimits.model_validate({"rows": rows}))
+    wrong = [*rows[:4], {"dgd": "vllm-dgd-c", "role": "decode", "watts": "310"}]
+    _fails(planner.worker_annotations_table, ctx, planner.WorkerLimits.model_validate({"rows": wrong}),
+           expected="'vllm-dgd-c/decode': 310", observed="vllm-dgd-c-decode=300")
+    with pytest.raises(ValueError, match="vllm-dgd-a/prefill has more than one row"):
+        planner.WorkerLimits.model_validate({"rows": [rows[0], rows[0]]})
