@@ -35,8 +35,8 @@ run: $(LINKS)
 	$(BIN)/stepgraph run --reports reports $(WORLDS:%=--world %) -- --gherkin-terminal-reporter -vv
 
 # The same catalog with the agent DaemonSet's container run as a real process (our reference
-# agent; AGENT=PATH runs another checkout's deploy/power-agent) on the scaled clock, at a rate
-# that leaves a busy machine time for each tick's real work (RATE=75: one tick in 0.2 s).
+# agent; AGENT=PATH runs another checkout's deploy/power-agent) on the scaled clock: waits pass
+# RATE times faster (RATE=75: a 15 s tick's wait in 0.2 s), the program's work in real time.
 AGENT ?= reference
 RATE  ?= 25
 run-process: $(LINKS)

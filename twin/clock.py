@@ -10,11 +10,12 @@ the same way whether a test drives the twin or a person runs `stepgraph twin up`
 - `call_later(delay, fn)` → a `Timer` with `cancel()`; `every(interval, fn, first_delay=0)` → a
   `Timer` that re-arms itself after each call until cancelled.
 
-`ScaledClock` is real time sped up by a fixed rate (75 twin seconds per wall second by default:
-one 15 s agent tick in 0.2 s).  Worlds that run real programs use it, because a child process
-cannot be paused the way the virtual clock pauses in-process components; `child_time()` is the
-contract (environment variables) that makes a child's clock run at the same rate from the same
-epoch — `twin/process/child/` reads it.
+`ScaledClock` is real time that leaps while every real program waits: `rate` twin seconds per
+wall second (75 by default: one 15 s agent tick in 0.2 s) while none runs, one per wall second
+while one does.  Worlds that run real programs use it, because a child process cannot be paused
+the way the virtual clock pauses in-process components; `child_time()` is the contract (a shared
+file and environment variables) that makes a child's clock follow the very same function —
+`twin/process/child/` reads it.
 
 All satisfy `stepgraph.dsl.clock.Clock` structurally (no import: the twin stands alone).
 Thread safety: timers may be scheduled from any thread (the HTTP server thread schedules kubelet
@@ -26,9 +27,14 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import math
+import mmap
+import struct
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -213,41 +219,154 @@ class RealTimeClock:
 DEFAULT_RATE = 75.0  # one 15 s agent tick in 0.2 s of wall time
 
 # The time contract a child process reads (see `ScaledClock.child_time`).
-TIME_RATE_ENV = "STEPGRAPH_TIME_RATE"        # twin seconds per wall second
-TIME_ANCHOR_ENV = "STEPGRAPH_TIME_ANCHOR"    # "<CLOCK_MONOTONIC s>,<twin monotonic s>,<twin epoch s>" at one instant
+TIME_STATE_ENV = "STEPGRAPH_TIME_STATE"      # path of the shared clock state (layout: CLOCK_STATE)
+TIME_RATE_ENV = "STEPGRAPH_TIME_RATE"        # the leaping rate (twin seconds per wall second)
+#: The shared state: a sequence number (odd while the twin rewrites it), then the current piece of
+#: time: CLOCK_MONOTONIC at its start, the twin's now() there, its rate, the twin time where the leap
+#: ends (real time after it; inf: none), and the twin's epoch (wall() − now()).
+CLOCK_STATE = struct.Struct("<Q5d")
+
+
+def piece_now(at: float, start: float, base: float, rate: float, until: float) -> float:
+    """The twin's now() at CLOCK_MONOTONIC `at` on a piece: `rate` from `base` up to `until`, then
+    real time. The child's start-up hook computes the very same function."""
+    leapt = base + max(0.0, at - start) * rate
+    if leapt <= until:
+        return leapt
+    return until + (at - start - (until - base) / rate)
+
+
+def piece_wall(target: float, start: float, base: float, rate: float, until: float) -> float:
+    """CLOCK_MONOTONIC at which a piece reaches twin time `target` (the inverse of piece_now)."""
+    if target <= until:
+        return start + max(0.0, target - base) / rate
+    return start + (until - base) / rate + (target - until)
 
 
 class ScaledClock(RealTimeClock):
-    """Real time sped up `rate` times: `now()` and `wall()` move `rate` twin seconds per wall second.
+    """Real time that leaps while every real program waits.
 
-    Both are one linear function of the machine's CLOCK_MONOTONIC (shared by every process on
-    the machine), so a child that applies the same function from `child_time()` reads the same
-    instants as the twin, with no drift and no messages between them.
+    A real program's work takes real time; on a clock sped up `rate` times all along, its
+    reconcile or its start-up would last `rate` times as long as on a node (a 1 s start is 75 twin
+    seconds), and more the busier the machine. So the clock leaps at `rate` only while every
+    program the twin started waits, and only up to the earliest instant one of them (or a
+    `sleep` of the twin's own callers, the scenario steps) wakes; from there, and while any
+    `running(key, True)` holds it — a program's start-up until its first wait, its threads between
+    waits, an exec'd command —, it runs at real time. Waiting, which is what a tick mostly is, is
+    compressed; work and the lateness of a wake-up take the time they take on a node.
+
+    `now()` is piecewise: each change starts a new piece (see `piece_now`), written to the shared
+    state children map, so a child reads the same instants as the twin with no message per reading.
     """
 
     def __init__(self, rate: float = DEFAULT_RATE, epoch: float | None = None) -> None:
         if not rate > 0:
             raise ValueError(f"ScaledClock: rate must be > 0, got {rate}")
         self.rate = float(rate)
-        self._anchor = time.monotonic()  # CLOCK_MONOTONIC, the same clock in every process
         self._epoch = float(time.time() if epoch is None else epoch)  # twin wall time at now() == 0
+        self._piece = (time.monotonic(), 0.0, self.rate, math.inf)  # (CLOCK_MONOTONIC, now(), rate, until)
+        self._running: set[object] = set()
+        self._wakes: dict[object, float] = {}  # waiting key → the twin time it wakes at
+        self._rate_lock = threading.Lock()
+        self._rate_changed = threading.Condition(threading.Lock())  # sleepers re-plan their wait
+        self._shared: tuple[Any, mmap.mmap] | None = None  # (file, mapping) the children read
+        self._seq = 0
         super().__init__()
 
     def now(self) -> float:
-        return (time.monotonic() - self._anchor) * self.rate
+        at = time.monotonic()
+        return piece_now(at, *self._piece)  # one tuple: a consistent piece; a newer one starts at or after `at`
 
     def wall(self) -> float:
         return self._epoch + self.now()
 
-    def _wall_seconds(self, seconds: float) -> float:
-        return seconds / self.rate
+    @property
+    def current_rate(self) -> float:
+        """Twin seconds per wall second right now."""
+        start, base, rate, until = self._piece
+        return rate if piece_now(time.monotonic(), start, base, rate, until) < until else 1.0
 
-    def child_time(self) -> dict[str, str]:
-        """The environment that gives a child process this clock (rate, and one shared instant)."""
-        return {
-            TIME_RATE_ENV: repr(self.rate),
-            TIME_ANCHOR_ENV: f"{self._anchor!r},0.0,{self._epoch!r}",
-        }
+    def _wall_seconds(self, seconds: float) -> float:
+        piece = self._piece
+        at = time.monotonic()
+        return max(0.0, piece_wall(piece_now(at, *piece) + seconds, *piece) - at)
+
+    def sleep(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError(f"sleep(): seconds must be >= 0, got {seconds}")
+        deadline = self.now() + seconds
+        key = object()
+        self._change(key, wakes=deadline)  # the clock must not leap past a step's wake-up
+        try:
+            with self._rate_changed:
+                while (left := deadline - self.now()) > 0:
+                    self._rate_changed.wait(self._wall_seconds(left))
+        finally:
+            self._change(key)
+
+    def running(self, key: object, on: bool, wakes: float | None = None) -> None:
+        """`key` — a program's start-up, a process of one, an exec'd command — runs (`on`), or waits
+        (until twin time `wakes`; None: until woken by someone else) or has ended."""
+        if on:
+            self._change(key, running=True)
+        else:
+            self._change(key, wakes=wakes)
+
+    def _change(self, key: object, *, running: bool = False, wakes: float | None = None) -> None:
+        with self._rate_lock:
+            if running:
+                self._running.add(key)
+            else:
+                self._running.discard(key)
+            if wakes is None:
+                self._wakes.pop(key, None)
+            else:
+                self._wakes[key] = wakes
+            at = time.monotonic()
+            now = piece_now(at, *self._piece)
+            if self._running:
+                piece = (at, now, 1.0, math.inf)
+            else:
+                piece = (at, now, self.rate, max(now, min(self._wakes.values(), default=math.inf)))
+            if piece[2:] == self._piece[2:]:
+                return
+            self._piece = piece
+            self._publish()
+        for cond in (self._wake, self._rate_changed):  # timers and sleepers planned on the old piece
+            with cond:
+                cond.notify_all()
+
+    def child_time(self, folder: Path) -> dict[str, str]:
+        """The environment that gives a child process this clock: the shared state (a file in
+        `folder`, which the caller removes after `close()`) and the leaping rate."""
+        with self._rate_lock:
+            if self._shared is None:
+                f = open(folder / "clock", "w+b")  # noqa: SIM115 - mapped until close()
+                f.write(bytes(CLOCK_STATE.size))
+                f.flush()
+                self._shared = (f, mmap.mmap(f.fileno(), CLOCK_STATE.size))
+                self._publish()
+            path = Path(self._shared[0].name)
+        return {TIME_STATE_ENV: str(path), TIME_RATE_ENV: repr(self.rate)}
+
+    def _publish(self) -> None:
+        """Write the current piece for the children (a seqlock: odd while being written)."""
+        if self._shared is None:
+            return
+        mm = self._shared[1]
+        self._seq += 1
+        mm[:8] = struct.pack("<Q", self._seq)
+        mm[8:] = CLOCK_STATE.pack(0, *self._piece, self._epoch)[8:]
+        self._seq += 1
+        mm[:8] = struct.pack("<Q", self._seq)
+
+    def close(self) -> None:
+        super().close()
+        with self._rate_lock:
+            if self._shared is not None:
+                self._shared[1].close()
+                self._shared[0].close()
+                self._shared = None
 
 
 def make_clock(kind: str | VirtualClock | RealTimeClock) -> VirtualClock | RealTimeClock:

@@ -11,6 +11,8 @@ Every request and reply is one line of TAB-separated fields; a reply starts with
   `2` (a twin PID this container cannot see, or one that has ended: no such file)
 - `dcgm <request as JSON>` → `0 <result as JSON>` or `<DCGM_ST_* code> <message>`
 - `up` → `0` (the start-up hook, at the program's first wait: its start-up is over)
+- `run 1` / `run 0 [<twin time>]` → `0` (the hook: one of the process's threads left a wait / none
+  is out of one any more, and the earliest of their waits ends then); a connection's end is `run 0`
 
 Each connection gets its own NVML library object, so `nvmlInit`'s reference count is per
 process, as with the real driver.
@@ -51,9 +53,12 @@ class ContainerEndpoints:
     cgroup: Callable[[int], str | None]
     dcgm: Callable[[str, int], DcgmConnection] | None = None
     up: Callable[[], None] = lambda: None  # the program's start-up is over (its first wait)
+    # (key, on, wakes): the process `key` runs, or waits until twin time `wakes` (None: until woken);
+    # the scaled clock leaps only while none runs, and never past a wake-up
+    running: Callable[[object, bool, float | None], None] = lambda key, on, wakes: None
 
 
-@dataclass
+@dataclass(eq=False)  # one per process, hashed by identity: the clock's key for it
 class _Connection:
     endpoints: ContainerEndpoints
     nvml: NvmlLibrary | None = None
@@ -129,6 +134,8 @@ class ViewBridge:
         finally:
             with self._lock:
                 self._open.discard(sock)
+            if conn is not None:
+                conn.endpoints.running(conn, False, None)  # an ended process no longer holds the clock
             for handle in conn.dcgm_handles.values() if conn else ():
                 handle.close()
 
@@ -137,6 +144,12 @@ def _answer(conn: _Connection, fields: list[str]) -> list[str]:
     kind, args = fields[0], fields[1:]
     if kind == "up" and not args:  # the start-up hook: the program has begun to wait
         conn.endpoints.up()
+        return ["0"]
+    if kind == "run" and args in (["1"], ["0"]):
+        conn.endpoints.running(conn, args[0] == "1", None)
+        return ["0"]
+    if kind == "run" and len(args) == 2 and args[0] == "0":
+        conn.endpoints.running(conn, False, float(args[1]))
         return ["0"]
     if kind == "nvml" and args:
         return _nvml(conn, args[0], args[1:])

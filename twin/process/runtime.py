@@ -240,10 +240,10 @@ class ProcessWorkload(Workload):
         self._https_port = 0
         self._ca_pem = ""
         self._ports: Path | None = None
-        # On a scaled clock the program's start-up (interpreter, imports, first work) lasts `rate`
-        # times its wall time — a 2 s Python start is 50 twin s at 25x, where a node's is ~2 s —
-        # so the container is Ready only once the program first waits (an agent: after its first
-        # tick, which a node's agent has done ~2 s after its start). On real time: Ready at start.
+        # On a scaled clock the program's start-up (interpreter, imports, first work) holds the
+        # clock at real time, and the container is Ready once the program first waits (an agent:
+        # after its first reconcile), so a step that waits for Ready meets an agent at work, not
+        # one still importing. On real time: Ready at start, as without probes on a node.
         self.ready_on_start = getattr(runtime.clock, "child_time", None) is None
         self._up = threading.Event()
 
@@ -287,9 +287,24 @@ class ProcessWorkload(Workload):
         def up() -> None:
             if not self._up.is_set():
                 self._up.set()
+                self._hold(False)
                 ctx.clock.call_later(0, lambda: ctx.set_ready(True))  # kubelet state changes on the clock's thread
         if not self.ready_on_start:
             ctx.clock.call_later(UP_WITHOUT_WAITING_S, up)  # a program that never waits
+        self._hold(True)  # its start-up is work: real time until its first wait
+        try:
+            self._start(ctx, argv, spec_env, up)
+        except BaseException:
+            self._hold(False)
+            raise
+
+    def _hold(self, on: bool) -> None:
+        """This container's program runs (its start-up): a leaping clock runs at real time meanwhile."""
+        running = getattr(self.runtime.clock, "running", None)
+        if running is not None:
+            running(self, on)
+
+    def _start(self, ctx: WorkloadContext, argv: list[str], spec_env: dict[str, str], up: Callable[[], None]) -> None:
         try:
             self._view = self.runtime.node_view().open(ctx, [Mount(self.program.mount, str(self.program.root), True)],
                                                        up=up)
@@ -342,6 +357,7 @@ class ProcessWorkload(Workload):
         self.runtime.forget(running.proc)
         self.runtime.reconciles.restarted(ctx.node.name)
         self._up.set()  # this instance is over: its start-up timer must not mark the next one
+        self._hold(False)
         self._close_view()
         if not self.runtime.closed:  # a twin going down ends its programs; no container restarts then
             ctx.clock.call_later(0, lambda: ctx.exit(code))  # kubelet state changes on the clock's thread
@@ -371,9 +387,14 @@ class ProcessWorkload(Workload):
                                       stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL)
         except (FileNotFoundError, PermissionError) as exc:
             return ExecResult(stderr=(_start_error(argv[0], exc) + "\n").encode(), exit_code=126)
+        running = getattr(self.runtime.clock, "running", None)
+        if running is not None:
+            running(proc, True)  # an exec'd command works in real time, as on a node
         try:
             out, err = proc.communicate(stdin)
         finally:
+            if running is not None:
+                running(proc, False)
             self.runtime.forget(proc)
         return ExecResult(stdout=out, stderr=err, exit_code=exit_code_of(proc.returncode))
 

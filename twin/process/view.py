@@ -150,7 +150,7 @@ class NodeView:
     # -- per container --------------------------------------------------------------------------
     def open(self, ctx: Any, mounts: Iterable[Mount] = (), up: Callable[[], None] | None = None) -> ProcessView:
         """A view for one start of the container `ctx.container` of pod `ctx.pod` (a WorkloadContext)."""
-        time_env = _time_contract(self.clock)
+        time_env = _time_contract(self.clock, self.folder)
         devices = self.directory.get(ctx.node.name)
         token = secrets.token_hex(12)
         folder = self.folder / "c" / token
@@ -250,7 +250,10 @@ class NodeView:
             return engine.connect()
 
         nvml = (lambda: devices.nvml(visible, privileged)) if devices else None
-        return ContainerEndpoints(nvml=nvml, cgroup=cgroup, dcgm=dcgm)
+        endpoints = ContainerEndpoints(nvml=nvml, cgroup=cgroup, dcgm=dcgm)
+        if hasattr(self.clock, "running"):  # a clock that leaps while every program waits
+            endpoints.running = self.clock.running
+        return endpoints
 
     def _volume_mounts(self, ctx: Any, devices: NodeDevices | None, notes: list[str]) -> list[Mount]:
         """The container's volumeMounts of hostPath and emptyDir volumes; others are noted."""
@@ -321,11 +324,11 @@ def _prepare_host_path(path: Path, kind: str, volume: str | None) -> None:
                         f"— use Directory, DirectoryOrCreate, File or FileOrCreate")
 
 
-def _time_contract(clock: Any) -> dict[str, str]:
+def _time_contract(clock: Any, folder: Path) -> dict[str, str]:
     """A scaled clock's contract for the child; real time needs none; virtual time cannot be given."""
     child_time = getattr(clock, "child_time", None)
     if child_time is not None:
-        return child_time()
+        return child_time(folder)
     if hasattr(clock, "advance"):  # VirtualClock: time that moves only when the test sleeps
         raise ViewError("process containers need a scaled or real clock, and this twin runs the virtual one "
                         "— start it with clock 'scaled' (or 'real')")

@@ -1,14 +1,18 @@
 """A child program's clock is the twin's scaled clock: same epoch, same rate, for time.* and for
-the threading waits a Power Agent ticks on (Event.wait), which libfaketime cannot scale."""
+the threading waits a Power Agent ticks on (Event.wait), which libfaketime cannot scale; and the
+clock leaps only while every program waits, so a program's own work takes real time."""
 
 from __future__ import annotations
 
 import json
+import math
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from stepgraph.twin.clock import ScaledClock, VirtualClock, make_clock
+from stepgraph.twin.clock import CLOCK_STATE, ScaledClock, VirtualClock, make_clock, piece_now
 from stepgraph.twin.process.view import NodeView, ViewError
 
 WAITS = """
@@ -55,26 +59,46 @@ def test_an_unscaled_child_would_take_real_time(rig):
     assert float(result.stdout) == pytest.approx(0.5, abs=0.2), result.stderr
 
 
-def test_the_scaled_clock_moves_rate_times_faster_and_fires_timers_on_its_time():
+def test_the_scaled_clock_moves_rate_times_faster_and_fires_timers_on_its_time(tmp_path):
     clock = ScaledClock(rate=100)
     try:
         fired = []
-        before0, t0, after0 = time.monotonic(), clock.now(), time.monotonic()
+        before0, t0 = time.monotonic(), clock.now()
         clock.call_later(10, lambda: fired.append(clock.now()))
         clock.sleep(20)  # 0.2 s of wall time
-        before1, t1, after1 = time.monotonic(), clock.now(), time.monotonic()
-        # exactly rate × the machine's elapsed time, whatever the scheduler did between the readings
-        assert (before1 - after0) * 100 - 1e-6 <= t1 - t0 <= (after1 - before0) * 100 + 1e-6
-        assert t1 - t0 >= 20
+        t1, after1 = clock.now(), time.monotonic()
+        # it leaps to the sleeper's wake-up and never past it: a late wake-up costs real time only
+        assert 20 <= t1 - t0 <= 20 + (after1 - before0)
+        assert after1 - before0 >= 20 / 100 - 1e-3  # and the leap is `rate` times the machine's clock
         assert len(fired) == 1 and 10 <= fired[0] - t0 <= t1 - t0
-        # the contract a child reads gives the very function the twin's clock follows
-        contract = clock.child_time()
-        rate = float(contract["STEPGRAPH_TIME_RATE"])
-        mono0, twin0, wall0 = (float(x) for x in contract["STEPGRAPH_TIME_ANCHOR"].split(","))
+        # the state a child maps gives the very function the twin's clock follows
+        contract = clock.child_time(tmp_path)
+        assert float(contract["STEPGRAPH_TIME_RATE"]) == 100
         before, now, wall, after = time.monotonic(), clock.now(), clock.wall(), time.monotonic()
-        assert rate == 100
-        assert twin0 + (before - mono0) * rate - 1e-6 <= now <= twin0 + (after - mono0) * rate + 1e-6
-        assert wall0 + (before - mono0) * rate - 1e-6 <= wall <= wall0 + (after - mono0) * rate + 1e-6
+        seq, start, base, rate, until, epoch = CLOCK_STATE.unpack(Path(contract["STEPGRAPH_TIME_STATE"]).read_bytes())
+        assert seq % 2 == 0 and rate == 100 and until == math.inf  # nobody waits: it leaps on
+        assert piece_now(before, start, base, rate, until) - 1e-6 <= now <= piece_now(after, start, base, rate, until) + 1e-6
+        assert epoch + piece_now(before, start, base, rate, until) - 1e-6 <= wall
+        assert wall <= epoch + piece_now(after, start, base, rate, until) + 1e-6
+    finally:
+        clock.close()
+
+
+def test_while_a_program_runs_the_scaled_clock_runs_at_real_time_and_a_sleeper_follows(tmp_path):
+    clock = ScaledClock(rate=100)
+    try:
+        clock.running("program", True)
+        t0, w0 = clock.now(), time.monotonic()
+        time.sleep(0.2)
+        assert clock.now() - t0 == pytest.approx(time.monotonic() - w0, abs=0.05)  # one twin second per second
+        # the state children read changed with it
+        contract = clock.child_time(tmp_path)
+        assert CLOCK_STATE.unpack(Path(contract["STEPGRAPH_TIME_STATE"]).read_bytes())[3] == 1.0
+        # a sleeper planned at real time leaps as soon as the program waits again
+        threading.Timer(0.1, clock.running, ("program", False)).start()
+        w0 = time.monotonic()
+        clock.sleep(30)
+        assert time.monotonic() - w0 < 2  # not 30 s: 0.1 s at real time, then 100× faster
     finally:
         clock.close()
 
@@ -125,3 +149,26 @@ def test_a_sigterm_handler_setting_the_event_the_main_thread_waits_on_goes_throu
     """With Python's own Event (a plain Lock) this handler deadlocks: the run below times out."""
     result = rig.run(rig.open(), SIGTERM_WHILE_WAITING, timeout=20)
     assert (result.returncode, result.stdout.strip()) == (0, "stopped"), result.stderr
+
+
+WORK_BETWEEN_WAITS = """
+import json, threading, time
+stop = threading.Event()
+stop.wait(15)
+t0, w0 = time.monotonic(), time.perf_counter_ns()
+end = time.process_time() + 0.3
+while time.process_time() < end:  # 0.3 s of CPU: a reconcile's work
+    pass
+t1 = time.monotonic()
+stop.wait(15)
+print(json.dumps({"work": t1 - t0, "tick": time.monotonic() - t0}))
+"""
+
+
+def test_a_programs_work_between_waits_takes_real_time_on_the_twins_clock(rig):
+    """On a clock sped up all the time the 0.3 s of work would last 0.3 × 75 = 22 twin seconds."""
+    result = rig.run(rig.open(), WORK_BETWEEN_WAITS)
+    seen = json.loads(result.stdout)
+    assert 0.3 <= seen["work"] < 0.3 * 5, (seen, result.stderr)  # real time, however busy the machine
+    assert 15 + seen["work"] <= seen["tick"] < 15 + seen["work"] + 2
+    assert rig.clock.current_rate == rig.rate  # the program has ended: the clock leaps again

@@ -1,10 +1,12 @@
 """The node as a twin process container's Python program sees it, installed at interpreter start.
 
-- **Time.** With `STEPGRAPH_TIME_RATE` / `STEPGRAPH_TIME_ANCHOR` set (a scaled twin clock), the
-  program's `time.time/monotonic/perf_counter/clock_gettime` run `rate` times faster from the
-  twin's epoch, and `time.sleep` and threading waits (`Condition.wait`, so `Event.wait`,
-  `Timer`, `queue` gets, `Thread.join`) last `1/rate` of the wall time asked for.  Both sides
-  compute time as one linear function of the machine's CLOCK_MONOTONIC, so they agree exactly.
+- **Time.** With `STEPGRAPH_TIME_STATE` / `STEPGRAPH_TIME_RATE` set (a scaled twin clock), the
+  program's `time.time/monotonic/perf_counter/clock_gettime` read the twin's clock from the state
+  it shares (a piecewise linear function of the machine's CLOCK_MONOTONIC, so both sides agree
+  exactly), and `time.sleep` and threading waits (`Condition.wait`, so `Event.wait`, `Timer`,
+  `queue` gets, `Thread.join`) last until the twin's clock has moved as far as asked.  The hook
+  tells the twin when the program's threads begin and end a wait: the clock leaps only while
+  every program waits.
 - **Files.** With `STEPGRAPH_VIEW_CONFIG` set: absolute paths under a mount (hostPath, emptyDir,
   the service-account folder, the program's folder) go to their folder on this machine;
   `/proc/<pid>/cgroup` of a twin host PID is the twin's text (another pod's PID without
@@ -33,14 +35,14 @@ from _stepgraph_bridge import BRIDGE, BridgeGone
 
 CONFIG_ENV = "STEPGRAPH_VIEW_CONFIG"
 RATE_ENV = "STEPGRAPH_TIME_RATE"
-ANCHOR_ENV = "STEPGRAPH_TIME_ANCHOR"
+STATE_ENV = "STEPGRAPH_TIME_STATE"
 _EXIT_CANNOT_SET_UP = 70  # EX_SOFTWARE: the container fails to start, with the reason in its log
 
 
 def install() -> None:
     try:
-        if os.environ.get(RATE_ENV):
-            install_time(float(os.environ[RATE_ENV]), os.environ.get(ANCHOR_ENV, ""))
+        if os.environ.get(STATE_ENV):
+            install_time(os.environ[STATE_ENV], float(os.environ.get(RATE_ENV, "")))
         if os.environ.get(CONFIG_ENV):
             with open(os.environ[CONFIG_ENV], encoding="utf-8") as f:
                 install_files(json.load(f))
@@ -51,42 +53,115 @@ def install() -> None:
 
 
 # -- time ---------------------------------------------------------------------------------------
-def install_time(rate: float, anchor: str) -> None:
+_RECHECK_S = 0.01  # while the twin runs at real time, a wait looks this often whether it leapt
+
+
+def install_time(state_path: str, rate: float) -> None:
+    import mmap
+    import struct
     import threading
 
     if not rate > 0:
         raise ValueError(f"{RATE_ENV} must be > 0, got {rate}")
-    mono0, twin_mono0, twin_wall0 = (float(x) for x in anchor.split(","))
+    with open(state_path, "rb") as f:
+        shared = mmap.mmap(f.fileno(), 48, prot=mmap.PROT_READ)
     real_monotonic, real_sleep = time.monotonic, time.sleep
+    unpack = struct.Struct("<Q5d").unpack_from
+    inf = float("inf")
 
-    def elapsed() -> float:
-        return (real_monotonic() - mono0) * rate
+    def piece() -> tuple[float, float, float, float, float]:
+        """The twin's current piece of time (start, its now() there, rate, until, epoch), read whole."""
+        while True:
+            seq, *fields = unpack(shared, 0)
+            if not seq & 1 and unpack(shared, 0)[0] == seq:
+                return tuple(fields)  # type: ignore[return-value]
+            real_sleep(0)  # the twin is rewriting it: a few instructions
+
+    def on_piece(at: float, start: float, base: float, r: float, until: float) -> float:
+        # the twin's piece_now (twin/clock.py): `r` from `base` up to `until`, then real time
+        leapt = base + max(0.0, at - start) * r
+        return leapt if leapt <= until else until + (at - start - (until - base) / r)
 
     def monotonic() -> float:
-        return twin_mono0 + elapsed()
+        at = real_monotonic()
+        return on_piece(at, *piece()[:4])
 
     def wall() -> float:
-        return twin_wall0 + elapsed()
+        at = real_monotonic()
+        p = piece()
+        return p[4] + on_piece(at, *p[:4])
+
+    def wall_wait(deadline: float) -> float:
+        """Machine seconds to wait for the twin's clock to reach `deadline`. Exact while it leaps up
+        to at least there (a change can then only slow it: the wait ends early and looks again);
+        otherwise it may leap any moment (another program begins to wait), so look again soon."""
+        at = real_monotonic()
+        start, base, r, until, _ = piece()
+        if until == inf and r == 1.0:
+            return min(deadline - on_piece(at, start, base, r, until), _RECHECK_S)
+        if deadline <= until:
+            return max(0.0, start + (deadline - base) / r - at)
+        return min(max(0.0, start + (until - base) / r - at) + (deadline - until), _RECHECK_S)
 
     announced: list[bool] = []
     starting_thread = threading.local()
+    held = set()  # threads of this program out of a wait (only those that ever waited count)
+    held_lock = threading.RLock()  # a signal handler that sleeps may run while its thread holds it
+
+    def report(running: bool, wakes: float | None = None) -> None:
+        try:
+            BRIDGE.call("run", "1" if running else "0", *([repr(wakes)] if wakes is not None else []))
+        except BridgeGone:
+            pass  # no twin to tell: nothing keeps time for it
 
     def up() -> None:
-        # The program's first wait ends its start-up; on this clock start-up lasts `rate` times
-        # its wall time, so the kubelet holds the container not Ready until it hears this. The
-        # wait inside Thread.start (for the new thread to run) is start-up, not the program waiting.
-        if not announced and not getattr(starting_thread, "on", False):
+        # The program's first wait ends its start-up (the twin holds its clock at real time and the
+        # container not Ready until then). The wait inside Thread.start (for the new thread to run)
+        # is start-up, not the program waiting.
+        if not announced:
             announced.append(True)
             try:
                 BRIDGE.call("up")
             except BridgeGone:
                 pass  # no twin to tell: nothing waits for it
 
+    waking: dict[int, float] = {}  # waiting thread → the twin time its wait ends (the twin must not leap past it)
+
+    def waiting(deadline: float | None = None) -> bool:
+        """This thread begins a wait (until twin time `deadline`; None: until woken); False for
+        Thread.start's own (not the program waiting)."""
+        if getattr(starting_thread, "on", False):
+            return False
+        up()
+        with held_lock:
+            me = threading.get_ident()
+            if deadline is not None:
+                waking[me] = deadline
+            if me in held or deadline is not None:
+                held.discard(me)
+                if not held:
+                    report(False, min(waking.values(), default=None))
+        return True
+
+    def resumed() -> None:
+        with held_lock:
+            me = threading.get_ident()
+            waking.pop(me, None)
+            if not held:
+                report(True)
+            held.add(me)
+
     def sleep(seconds: float) -> None:
         if seconds < 0:
             raise ValueError("sleep length must be non-negative")
-        up()
-        real_sleep(seconds / rate)
+        deadline = monotonic() + seconds
+        counted = waiting(deadline)
+        try:
+            while deadline - monotonic() > 0:
+                real_sleep(wall_wait(deadline))
+        finally:
+            if counted:
+                resumed()
 
     real_clock_gettime = time.clock_gettime
     scaled = {time.CLOCK_REALTIME: wall, time.CLOCK_MONOTONIC: monotonic, time.CLOCK_BOOTTIME: monotonic,
@@ -114,13 +189,42 @@ def install_time(rate: float, anchor: str) -> None:
     real_wait, real_join = threading.Condition.wait, threading.Thread.join
 
     def wait(self, timeout=None):
-        up()
-        return real_wait(self, None if timeout is None else timeout / rate)
+        deadline = None if timeout is None else monotonic() + timeout
+        counted = waiting(deadline)
+        try:
+            if deadline is None:
+                return real_wait(self, None)
+            while deadline - monotonic() > 0:
+                # between two real waits this thread holds the lock: no notify can be missed
+                if real_wait(self, wall_wait(deadline)):
+                    return True
+            return False
+        finally:
+            if counted:
+                resumed()
 
     def join(self, timeout=None):
-        return real_join(self, None if timeout is None else timeout / rate)
+        deadline = None if timeout is None else monotonic() + timeout
+        counted = waiting(deadline)
+        try:
+            if deadline is None:
+                return real_join(self, None)
+            while self.is_alive() and deadline - monotonic() > 0:
+                real_join(self, wall_wait(deadline))
+            return None
+        finally:
+            if counted:
+                resumed()
 
-    real_thread_start = threading.Thread.start
+    real_shutdown = threading._shutdown  # type: ignore[attr-defined]
+
+    def shutdown():
+        # The interpreter's exit waits for the program's other threads (a Timer, a worker) in C;
+        # the main thread's code is over, so it must not hold the twin's clock at real time.
+        waiting()
+        return real_shutdown()
+
+    real_thread_start, real_bootstrap = threading.Thread.start, threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
 
     def thread_start(self):
         starting_thread.on = True
@@ -129,9 +233,23 @@ def install_time(rate: float, anchor: str) -> None:
         finally:
             starting_thread.on = False
 
+    def bootstrap_inner(self):
+        try:
+            real_bootstrap(self)
+        finally:  # a thread that ends no longer runs (and must not hold the twin's clock)
+            with held_lock:
+                me = threading.get_ident()
+                waking.pop(me, None)
+                if me in held:
+                    held.discard(me)
+                    if not held:
+                        report(False, min(waking.values(), default=None))
+
     threading.Condition.wait = wait  # type: ignore[method-assign]
     threading.Thread.join = join  # type: ignore[method-assign]
     threading.Thread.start = thread_start  # type: ignore[method-assign]
+    threading.Thread._bootstrap_inner = bootstrap_inner  # type: ignore[attr-defined]
+    threading._shutdown = shutdown  # type: ignore[attr-defined]
     threading._time = monotonic  # type: ignore[attr-defined]  # Condition.wait_for and Semaphore deadlines
 
     # A signal handler that sets an Event (the agents' SIGTERM handler) runs in the main thread,
