@@ -1,11 +1,13 @@
-"""`make run` (every world, one trace) → wall time, excluding the install.
+"""`make run` (every world, one trace) → wall and CPU time, excluding the install.
 
     .venv/bin/python bench/bench_make_run.py [--repeat N] [--jobs N]
 
 Runs the same command as the Makefile's `run` target (the four worlds of the test plan, merged
-reports and trace) into a temporary reports folder, N times, and prints each wall time, the
-median, and the machine's load average before each run (the box is shared, so the load says how
-much of the spread is other people's work). Virtual seconds per world: bench/bench_catalog.py.
+reports and trace) into a temporary reports folder, N times, and prints each run's wall time, its
+CPU time (user + system of every process of the run, from `wait4`), the medians, and the
+machine's load average before each run. The box is shared: the load says how much of the wall
+time is other people's work, and the CPU time is the run's own. Virtual seconds per world:
+bench/bench_catalog.py.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from harness import run_process
 
 ROOT = Path(__file__).resolve().parents[1]
 WORLDS = ("path-b", "path-b-dcgm", "path-a", "path-a-dcgm")
@@ -29,23 +31,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     options = parser.parse_args(argv)
     stepgraph = Path(sys.executable).with_name("stepgraph")
-    walls = []
+    walls, cpus = [], []
     for n in range(options.repeat):
         with tempfile.TemporaryDirectory(prefix="bench-make-run-") as tmp:
             command = [str(stepgraph), "run", "--reports", tmp, "--jobs", str(options.jobs),
                        *[a for w in WORLDS for a in ("--world", w)], "--", "--gherkin-terminal-reporter", "-vv"]
             load = os.getloadavg()[0]
-            start = time.perf_counter()
-            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-            walls.append(time.perf_counter() - start)
-            summary = [line for line in done.stdout.splitlines() if line.startswith("stepgraph trace:")]
-            print(f"run {n + 1}: exit {done.returncode}, {walls[-1]:.2f} s wall (load average before: {load:.2f}); "
-                  f"{summary[0] if summary else 'no trace line'}")
+            done = run_process(command, ROOT, check=False)
+            walls.append(done.wall_s)
+            cpus.append(done.cpu_s)
+            summary = [line for line in done.output.splitlines() if line.startswith("stepgraph trace:")]
+            print(f"run {n + 1}: exit {done.returncode}, {done.wall_s:.2f} s wall, {done.cpu_s:.2f} s CPU "
+                  f"(load average before: {load:.2f}); {summary[0] if summary else 'no trace line'}")
             if done.returncode:
-                print(done.stdout[-3000:] + done.stderr[-3000:])
+                print(done.output[-6000:])
                 return 1
-    print(f"make run, {len(WORLDS)} worlds, --jobs {options.jobs}: median {statistics.median(walls):.2f} s "
-          f"(min {min(walls):.2f}, max {max(walls):.2f}, n={len(walls)})")
+    print(f"make run, {len(WORLDS)} worlds, --jobs {options.jobs}: wall median {statistics.median(walls):.2f} s "
+          f"(min {min(walls):.2f}, max {max(walls):.2f}); CPU median {statistics.median(cpus):.2f} s "
+          f"(min {min(cpus):.2f}, max {max(cpus):.2f}); n={len(walls)}")
     return 0
 
 

@@ -59,14 +59,18 @@ class ProcessRun:
     wall_s: float
     peak_rss_mib: float
     cpu_s: float = 0.0
+    returncode: int = 0
+    output: str = ""  # what it printed, stdout and stderr together
 
     def seconds(self, clock: str) -> float:
         """`wall` or `cpu` seconds."""
         return self.cpu_s if clock == "cpu" else self.wall_s
 
 
-def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> ProcessRun:
-    """Run a child to completion; its own peak RSS comes from wait4, not from the parent's children total."""
+def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None, *, check: bool = True) -> ProcessRun:
+    """Run a child to completion; its own peak RSS comes from wait4, not from the parent's children
+    total, and its CPU time includes every process it waited for. With `check`, an exit code other
+    than 0 or 5 (no tests) ends the benchmark with the child's output."""
     started = time.perf_counter()
     proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert proc.stdout is not None
@@ -75,9 +79,10 @@ def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str] | None = Non
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
     proc.stdout.close()
-    if proc.returncode not in (0, 5):
-        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{output.decode(errors='replace')[-3000:]}")
-    return ProcessRun(wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
+    text = output.decode(errors="replace")
+    if check and proc.returncode not in (0, 5):
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{text[-3000:]}")
+    return ProcessRun(wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, proc.returncode, text)
 
 
 def _number(value: float) -> str:

@@ -1,24 +1,32 @@
 """`stepgraph run --world A --world B …`: the same scenarios once per world → one results file, one trace.
 
 A world is one target session (one twin, one clock), so each runs as its own pytest process, at
-most `jobs` at a time. Each writes DIR/worlds/<world>/results.json and leaves its terminal output
-in DIR/worlds/<world>/output.txt, which is printed, world by world, once all are done. Their
-records are merged into DIR/results.json (and cucumber.json, junit.xml); the trace is written from
-that one file, so it has one column per world and every declared expectation is checked against
-the world it names. The last run's results become the baseline of the diff, as in a one-world run.
+most `jobs` at a time: one child imports pytest, the plugins, the step libraries and what the
+target needs once, then forks a process per world, which starts with all of it loaded. Each
+writes DIR/worlds/<world>/results.json and leaves its terminal output in
+DIR/worlds/<world>/output.txt, which is printed, world by world, once all are done. Their records
+are merged into DIR/results.json (and cucumber.json, junit.xml); the trace is written from that
+one file, so it has one column per world and every declared expectation is checked against the
+world it names. The last run's results become the baseline of the diff, as in a one-world run.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
+import traceback
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn
 
 from stepgraph.dsl.reports import cucumber, junit, results, run_reports
 
@@ -86,30 +94,36 @@ def run_worlds(worlds: Sequence[str], paths: Sequence[str], pytest_args: Sequenc
                trace: TraceSettings, *, jobs: int = 2) -> int:
     """Run `paths` in every world, merge, report and trace; the run's exit code.
 
-    The worlds are dealt round-robin to `jobs` child processes; each child runs its worlds one
-    after the other, so the interpreter start and the imports are paid once per child, not once
-    per world. On Ctrl-C every child gets the same SIGINT and runs its own teardown; the wait
-    below outlives them, so an interrupted run leaves no twin or child behind.
+    One child process serves the worlds (`_serve`): it imports once, then forks a process per
+    world, at most `jobs` at a time, the next as soon as one ends. On Ctrl-C every process gets
+    the same SIGINT: the worlds running run their own teardown, no further world starts, and the
+    waits below outlive them, so an interrupted run leaves no twin or child behind.
     """
     started_at, started = datetime.now(UTC), time.perf_counter()
     baseline = run_reports.keep_previous(out)
     runs = [WorldRun(w, out / "worlds" / folder_name(w)) for w in worlds]
-    groups = [runs[i::jobs] for i in range(min(jobs, len(runs)))]
-    children = [subprocess.Popen([sys.executable, "-m", __name__, json.dumps(
-        {"worlds": [[r.world, str(r.folder)] for r in group], "paths": list(paths), "pytest_args": list(pytest_args)})])
-        for group in groups]
+    for run in runs:  # a file from an earlier run must not pass for this one's, even if a world never starts
+        for stale in (run.results, run.output, run.folder / "exit-code"):
+            stale.unlink(missing_ok=True)
+    server = subprocess.Popen([sys.executable, "-m", __name__, json.dumps(
+        {"worlds": [[r.world, str(r.folder)] for r in runs], "paths": list(paths), "pytest_args": list(pytest_args),
+         "jobs": jobs})])
+    interrupted = False
     try:
-        for child in children:
-            child.wait()
+        server.wait()
     except KeyboardInterrupt:
-        for child in children:
-            child.wait()
-        raise
+        interrupted = True
+        server.wait()
     for run in runs:
-        sys.stdout.write(f"\n{'=' * 30} world {run.world}: exit {run.returncode} {'=' * 30}\n")
+        ended = "not started" if run.returncode is None and not run.output.is_file() else f"exit {run.returncode}"
+        sys.stdout.write(f"\n{'=' * 30} world {run.world}: {ended} {'=' * 30}\n")
         if run.output.is_file():
             sys.stdout.write(run.output.read_text(encoding="utf-8", errors="replace"))
     sys.stdout.flush()
+    if interrupted:
+        # Each world's own last lines (above) say what its teardown undid; nothing is merged.
+        print("stepgraph run: interrupted — no merged results or trace written", file=sys.stderr)
+        return 2
     missing = [run for run in runs if not run.results.is_file()]
     if missing:
         names = ", ".join(run.world for run in missing)
@@ -126,10 +140,96 @@ def run_worlds(worlds: Sequence[str], paths: Sequence[str], pytest_args: Sequenc
     return failed[0] if failed else code
 
 
-def _child(spec: dict) -> int:
-    """One child process: its share of the worlds, one after the other."""
-    codes = [WorldRun(world, Path(folder)).run_here(spec["paths"], spec["pytest_args"]) for world, folder in spec["worlds"]]
-    return next((c for c in codes if c), 0)
+def _serve(spec: dict) -> int:
+    """The one child: import what every world needs, then a forked process per world, at most
+    `jobs` at a time; the first non-zero exit code of the worlds (0 if none)."""
+    paths, pytest_args = spec["paths"], spec["pytest_args"]
+    interrupted = []
+    # Ctrl-C reaches every process of the run: the worlds running stop on their own; this one
+    # only stops starting more and waits for them.
+    signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
+    _preload(pytest_args)
+    # Everything imported so far lives as long as the processes do: frozen, it is never traversed
+    # again by a collection, here or in the forked worlds (each of which collects at its end).
+    gc.collect()
+    gc.freeze()
+    pending = deque(WorldRun(world, Path(folder)) for world, folder in spec["worlds"])
+    running: dict[int, WorldRun] = {}
+    codes: list[int] = []
+    while running or (pending and not interrupted):
+        while pending and len(running) < spec["jobs"] and not interrupted:
+            run = pending.popleft()
+            # A SIGINT between the fork and the world's own handler would be lost on the world:
+            # held back until the child has set it (the parent's too, so none is dropped).
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                pid = os.fork()
+                if pid == 0:
+                    _world_process(run, paths, pytest_args)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            running[pid] = run
+        pid, status = os.wait()
+        running.pop(pid)
+        codes.append(os.waitstatus_to_exitcode(status))
+    return next((c for c in codes if c), 2 if interrupted else 0)
+
+
+def _world_process(run: WorldRun, paths: Sequence[str], pytest_args: Sequence[str]) -> NoReturn:
+    """A forked world: its pytest run, then exit at once. Its reports are written and closed and
+    its twin stopped when pytest returns; what the interpreter would do next (unwinding every
+    module and a last collection of all the memory it shares with its parent) only costs time."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    code = 1
+    try:
+        code = run.run_here(paths, pytest_args)
+    except KeyboardInterrupt:  # before pytest's session began (pytest itself handles it after)
+        print(f"stepgraph run: world {run.world}: interrupted before its run began", file=sys.stderr)
+        code = 2
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _preload(pytest_args: Sequence[str]) -> None:
+    """Import pytest, its plugins, the step libraries and what the target will need (its
+    `preload()`, if it has one). An import that fails here is left to fail again in each world's
+    run, which reports it as that run's error."""
+    from importlib.metadata import entry_points
+
+    import pytest  # noqa: F401
+
+    from .registry import REGISTRY, StepDeclarationError
+    from .target import TargetConfigError, default_target_name, load_target
+
+    for ep in entry_points(group="pytest11"):
+        try:
+            ep.load()
+        except Exception:
+            pass
+    try:
+        REGISTRY.load_entry_points()
+        target = load_target(_target_name(pytest_args) or default_target_name())
+        preload = getattr(target, "preload", None)
+        if callable(preload):
+            preload()
+    except (StepDeclarationError, TargetConfigError, ImportError):
+        pass
+
+
+def _target_name(pytest_args: Sequence[str]) -> str | None:
+    """The `--target NAME` (or `--target=NAME`) among the pytest arguments, the last one winning."""
+    name = None
+    for i, arg in enumerate(pytest_args):
+        if arg == "--target" and i + 1 < len(pytest_args):
+            name = pytest_args[i + 1]
+        elif (m := re.fullmatch(r"--target=(.+)", arg)) is not None:
+            name = m.group(1)
+    return name
 
 
 def merge(documents: list[dict], *, started_at: datetime, duration_s: float, args: list[str]) -> dict:
@@ -140,4 +240,4 @@ def merge(documents: list[dict], *, started_at: datetime, duration_s: float, arg
 
 
 if __name__ == "__main__":
-    sys.exit(_child(json.loads(sys.argv[1])))
+    sys.exit(_serve(json.loads(sys.argv[1])))

@@ -41,7 +41,9 @@ class Target(Protocol):
 
     Optionally a target has `configure(options)`, called with the `--target-option` values before
     gating, for capabilities that depend on options (e.g. the twin's world profile), and `options`,
-    the keys it takes (key → what values), which every `--target-option` must name."""
+    the keys it takes (key → what values), which every `--target-option` must name; and
+    `preload()`, which imports what `start` will need: `stepgraph run` with several worlds calls
+    it once, then forks a process per world, so that each starts with it loaded."""
 
     name: str
     capabilities: frozenset[str]

@@ -201,6 +201,24 @@ class TwinTarget:
         assert self.world is not None
         return frozenset(world_capabilities(self.world))
 
+    def preload(self) -> None:
+        """Import the cluster, and the official client the steps reach it with, so that the world
+        processes `stepgraph run` forks after this start with them loaded, not each on its own.
+        The client loads each API class and model on first use; these are the ones every world's
+        steps use (the agent's pods, the DaemonSets, the DGD custom objects, RBAC)."""
+        import kubernetes.config
+        import kubernetes.dynamic
+        import kubernetes.stream
+        import kubernetes.watch  # noqa: F401
+        import trustme  # noqa: F401  (the twin's own CA, made at start)
+        from kubernetes import client
+
+        from stepgraph.twin import world_install  # noqa: F401
+
+        for name in ("CoreV1Api", "AppsV1Api", "CustomObjectsApi", "RbacAuthorizationV1Api", "BatchV1Api",
+                     "V1Pod", "V1PodList", "V1Node", "V1NodeList", "V1ConfigMap", "V1DaemonSet", "V1Status"):
+            getattr(client, name)
+
     def nodes(self, selector: str) -> list[str]:
         """The world's nodes whose labels (as the twin will give them) match the label selector."""
         from stepgraph.twin.apiserver.errors import ApiError

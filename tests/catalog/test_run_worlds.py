@@ -4,6 +4,11 @@ one merged results file, one trace with a column per world, and a failure in any
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -59,3 +64,24 @@ def test_a_failure_in_one_world_fails_the_run_and_shows_in_its_column(
 def test_several_worlds_need_a_reports_folder(in_repo: None, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "scenarios/demo", "--world", "path-b", "--world", "path-a"]) == 2
     assert "several --world need --reports DIR" in capsys.readouterr().err
+
+
+def test_ctrl_c_ends_the_world_running_and_starts_no_other(tmp_path: Path) -> None:
+    out = tmp_path / "reports"
+    stepgraph = Path(sys.executable).with_name("stepgraph")
+    run = subprocess.Popen([str(stepgraph), "run", "scenarios/demo", "--reports", str(out), "--jobs", "1",
+                            "--world", "path-b", "--world", "path-a", "--", "-q"],
+                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    first = out / "worlds" / "path-b" / "output.txt"
+    deadline = time.monotonic() + 120
+    while not (first.is_file() and "collected" in first.read_text()):
+        assert run.poll() is None and time.monotonic() < deadline, "the first world never began collecting"
+        time.sleep(0.05)
+    os.killpg(run.pid, signal.SIGINT)  # as Ctrl-C does: every process of the run gets it
+    printed, errors = run.communicate(timeout=120)
+    assert run.returncode == 2, printed[-3000:] + errors[-3000:]
+    assert "world path-a: not started" in printed and "Traceback" not in printed + errors
+    assert "stepgraph run: interrupted — no merged results or trace written" in errors
+    assert not (out / "worlds" / "path-a" / "output.txt").exists() and not (out / "results.json").exists()
+    with pytest.raises(ProcessLookupError):
+        os.killpg(run.pid, 0)  # no process of the run is left
