@@ -31,6 +31,11 @@ $(LINKS): $(STAMP) $(FILES)
 	.ci/pip-install $(BIN)/pip --no-deps -e . --config-settings editable_mode=strict
 	touch $(LINKS)
 
+# Python keeps compiled modules (and pytest its assertion-rewritten ones) in __pycache__ unless
+# told not to: a shell that sets PYTHONDONTWRITEBYTECODE makes every run compile every module of
+# the package and of each pytest plugin again. The catalog run and the benchmarks keep the default.
+run bench: export PYTHONDONTWRITEBYTECODE :=
+
 run: $(LINKS)
 	$(BIN)/stepgraph run --reports reports $(WORLDS:%=--world %) -- --gherkin-terminal-reporter -vv
 

@@ -8,6 +8,11 @@ JSON work as the twin. Step texts are distinct in every scenario (a counter name
 so no cache can hit on repeated text. Whole-process figures are the wall time and peak RSS of a
 child process (`wait4`); every figure alternates which side runs first, `--repeat` times, and
 reports medians with their spread.
+
+Child processes run as Python runs by default, writing bytecode caches (a PYTHONDONTWRITEBYTECODE
+in the caller's environment is not passed on: with it, every run of either side compiles and
+assertion-rewrites each pytest plugin again), and each side runs once unrecorded first, so every
+sample reads the caches a user's second run reads.
 """
 
 from __future__ import annotations
@@ -110,9 +115,13 @@ def project(root: Path, kind: str, scenarios: int, steps: int, per_file: int = 1
     return folder
 
 
+#: The children's environment: ours, but with Python's default of writing bytecode caches.
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(argv: list[str], cwd: Path) -> float:
     """One child process's seconds, on the clock `--clock` chose."""
-    return run_process(argv, cwd).seconds(CLOCK)
+    return run_process(argv, cwd, CHILD_ENV).seconds(CLOCK)
 
 
 def pytest_argv(kind: str, *extra: str) -> list[str]:
@@ -134,12 +143,13 @@ def dsl_figures(work: Path, scenarios: int, repeat: int, wanted: Sequence[str] =
 
     def whole() -> Figure:
         return interleave(Figure(f"whole run, {scenarios:,} scenarios × {big} steps", "plain pytest-bdd", "s", target=1.3),
-                          wall("stepgraph", big), wall("plain", big), repeat)
+                          wall("stepgraph", big), wall("plain", big), repeat, warmup=1)
 
     def rss() -> Figure:
         return interleave(Figure(f"peak RSS, {scenarios:,} × {big} run", "plain pytest-bdd", "MiB"),
-                          lambda: run_process(pytest_argv("stepgraph"), projects["stepgraph", big]).peak_rss_mib,
-                          lambda: run_process(pytest_argv("plain"), projects["plain", big]).peak_rss_mib, max(1, repeat // 2))
+                          lambda: run_process(pytest_argv("stepgraph"), projects["stepgraph", big], CHILD_ENV).peak_rss_mib,
+                          lambda: run_process(pytest_argv("plain"), projects["plain", big], CHILD_ENV).peak_rss_mib,
+                          max(1, repeat // 2), warmup=1)
 
     def per_step(kind: str, *extra: str) -> Callable[[], float]:
         def measure() -> float:
@@ -150,22 +160,22 @@ def dsl_figures(work: Path, scenarios: int, repeat: int, wanted: Sequence[str] =
 
     def step() -> Figure:
         return interleave(Figure("per extra step (run)", "plain pytest-bdd", "µs", target=1.2),
-                          per_step("stepgraph"), per_step("plain"), repeat)
+                          per_step("stepgraph"), per_step("plain"), repeat, warmup=1)
 
     def collect() -> Figure:
         return interleave(Figure("per extra step (collection only)", "plain pytest-bdd", "µs", target=1.5),
-                          per_step("stepgraph", "--collect-only"), per_step("plain", "--collect-only"), repeat)
+                          per_step("stepgraph", "--collect-only"), per_step("plain", "--collect-only"), repeat, warmup=1)
 
     def startup() -> Figure:
         return interleave(Figure("start-up, 1 scenario × 1 step", "plain pytest-bdd", "s", target=1.3),
                           lambda: timed(pytest_argv("stepgraph"), tiny["stepgraph"]),
-                          lambda: timed(pytest_argv("plain"), tiny["plain"]), repeat)
+                          lambda: timed(pytest_argv("plain"), tiny["plain"]), repeat, warmup=1)
 
     def lint() -> Figure:
         one_file = REPO / "scenarios" / "demo" / "bindings.feature"  # a catalog file: lint loads only installed libraries
         return interleave(Figure("`stepgraph lint` of one small file", "`python -c pass`", "s", limit=0.3),
                           lambda: timed([str(Path(PY).parent / "stepgraph"), "lint", str(one_file)], REPO),
-                          lambda: timed([PY, "-c", "pass"], work), repeat)
+                          lambda: timed([PY, "-c", "pass"], work), repeat, warmup=1)
 
     def catalog() -> Figure:
         catalog_plain = work / "catalog-plain"
@@ -180,7 +190,7 @@ def dsl_figures(work: Path, scenarios: int, repeat: int, wanted: Sequence[str] =
             lambda: timed([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only", "scenarios"], REPO),
             lambda: timed([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *NO_STEPGRAPH, "--collect-only"],
                                 catalog_plain),
-            repeat)
+            repeat, warmup=1)
 
     build = {"whole": whole, "step": step, "collect": collect, "startup": startup, "lint": lint, "catalog": catalog, "rss": rss}
     return [build[name]() for name in DSL_FIGURES if name in wanted]

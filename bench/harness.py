@@ -41,8 +41,13 @@ class Figure:
         return "—"
 
 
-def interleave(figure: Figure, ours: Callable[[], float], base: Callable[[], float], repeat: int) -> Figure:
-    """Sample both sides `repeat` times, alternating which runs first."""
+def interleave(figure: Figure, ours: Callable[[], float], base: Callable[[], float], repeat: int, *,
+               warmup: int = 0) -> Figure:
+    """Sample both sides `repeat` times, alternating which runs first, after `warmup` unrecorded
+    runs of each (the first run of a process writes the caches every later one reads)."""
+    for _ in range(warmup):
+        ours()
+        base()
     for i in range(repeat):
         pair = [(figure.ours, ours), (figure.base, base)]
         for samples, measure in pair if i % 2 == 0 else reversed(pair):
