@@ -220,12 +220,17 @@ class Cluster:
         process's pynvml — and return its stdout, or raise an ExecError."""
         if self.nvml_via == "local" and name in probes.NVML_PROBES:
             return run_locally(probes.argv(name)[1:]).check(f"local probe {name}").stdout
+        return self.exec_in_agent(probes.argv(name)).check(f"probe {name}").stdout
+
+    def exec_in_agent(self, argv: list[str]) -> ExecResult:
+        """Run `argv` in the current agent pod: one replaced since it was looked up (a restart, an
+        OOM kill, a scenario's own delete) is looked up again once, so a teardown reaches the agent
+        that runs now, not the one that ran when the scenario began."""
         try:
-            result = self.exec(self.agent_pod(), probes.argv(name))
-        except NotFound:  # the agent pod was replaced (restart, OOM kill): find the new one once
+            return self.exec(self.agent_pod(), argv)
+        except NotFound:
             self._agent = None
-            result = self.exec(self.agent_pod(), probes.argv(name))
-        return result.check(f"probe {name}").stdout
+            return self.exec(self.agent_pod(), argv)
 
     def nvml_caps(self) -> dict[int, int]:
         return parse_index_ints(self.probe("nvml_caps"))

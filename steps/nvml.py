@@ -29,10 +29,8 @@ def restore_defaults(c: Cluster) -> dict[int, str]:
     Unlike the seed's teardown (which printed "all GPUs at default" even after a FAILED line),
     a GPU left off its default fails the caller.
     """
-    if c.nvml_via == "local":
-        result = run_locally(probes.argv("restore_defaults")[1:])
-    else:
-        result = c.exec(c.agent_pod(), probes.argv("restore_defaults"))
+    argv = probes.argv("restore_defaults")
+    result = run_locally(argv[1:]) if c.nvml_via == "local" else c.exec_in_agent(argv)
     lines = {int(k): v for k, v in (line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)}
     failed = {f"GPU {i}": _restore_text(v) for i, v in lines.items() if not v.endswith(",ok")}
     if result.exit_code != 0 or failed or not lines:
@@ -179,7 +177,7 @@ def pod_pids_per_gpu(c: Cluster, pod_uid: str) -> dict[int, list[int]]:
     mine: dict[int, list[int]] = {}
     for gpu, pids in sorted(c.nvml_pids().items()):
         for pid in pids:
-            result = c.exec(c.agent_pod(), ["cat", f"/proc/{pid}/cgroup"])
+            result = c.exec_in_agent(["cat", f"/proc/{pid}/cgroup"])
             if result.exit_code == 0 and wanted in result.stdout.replace("-", "_"):
                 mine.setdefault(gpu, []).append(pid)
     return mine

@@ -10,7 +10,7 @@ from kubernetes import client
 
 from stepgraph.dsl import Bindings, FinalizerStack, StepContext
 from stepgraph.steps._clients import ExecError, NotFound, exec_in_pod
-from stepgraph.steps._cluster import cluster
+from stepgraph.steps._cluster import AGENT_SELECTOR, cluster
 from stepgraph.steps._parsers import OutputFormatError, metric_sum, parse_kv_lines
 from stepgraph.steps.dcgm import power_limits
 from stepgraph.targets.twin import TwinTarget
@@ -131,3 +131,20 @@ def test_local_nvml_runs_the_same_probe_with_this_processs_pynvml(ctx: StepConte
         assert c.metrics()  # metrics still come from the agent pod
     finally:
         c.nvml_via = "exec"
+
+
+def test_the_gpu_restore_reaches_the_agent_pod_that_runs_now(ctx: StepContext) -> None:
+    """The teardown's GPU restore runs after scenarios that restart the agent: it must exec into the
+    DaemonSet's new pod, not the one looked up when the scenario began (NotFound)."""
+    from stepgraph.steps.nvml import restore_defaults
+
+    c = cluster(ctx)
+    old = c.agent_pod().metadata.name  # looked up and remembered, as a scenario's first probe does
+    c.core.delete_namespaced_pod(old, c.namespace, grace_period_seconds=0)
+    for _ in range(60):  # the DaemonSet replaces it within a few twin seconds
+        pods = c.core.list_namespaced_pod(c.namespace, label_selector=AGENT_SELECTOR).items
+        if [p for p in pods if p.metadata.name != old and p.status.phase == "Running"]:
+            break
+        ctx.session.clock.sleep(1)
+    assert restore_defaults(c) == {i: "400,400,400,ok" for i in range(8)}
+    assert c.agent_pod().metadata.name != old
