@@ -18,7 +18,11 @@ _HTML = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028":
 
 def dumps(body: Any) -> str:
     """One JSON document, Go-encoded, without the trailing newline (for embedding)."""
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).translate(_HTML)
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    # Translating costs ~40 % of encoding a pod; most documents have nothing to translate.
+    if "<" in text or ">" in text or "&" in text or "\u2028" in text or "\u2029" in text:
+        return text.translate(_HTML)
+    return text
 
 
 def encode(body: Any) -> bytes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -389,8 +390,15 @@ async def _watch(request: web.Request, store: Store, target: Target) -> web.Stre
             raise bad_request(f"invalid timeoutSeconds: {q['timeoutSeconds']!r}") from None
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue()
-    def deliver(ev):
-        return loop.call_soon_threadsafe(queue.put_nowait, ev)
+    loop_thread = threading.get_ident()
+
+    def deliver(ev: dict | None) -> None:
+        # A write made by a request on this loop needs no wake-up of the loop; call_soon keeps
+        # it in order behind events other threads queued with call_soon_threadsafe.
+        if threading.get_ident() == loop_thread:
+            loop.call_soon(queue.put_nowait, ev)
+        else:
+            loop.call_soon_threadsafe(queue.put_nowait, ev)
     name_selector = f"metadata.name={target.name}" if target.name else None
     fields = ",".join(s for s in (q.get("fieldSelector"), name_selector) if s) or None
     resp = web.StreamResponse(headers={"Content-Type": "application/json"})
