@@ -22,11 +22,13 @@ with the list of what was left — the twin is stopped either way.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from pydantic import ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
@@ -89,6 +91,7 @@ def resolve_world(options: Mapping[str, str], env: Mapping[str, str]) -> World:
             flips = None
         if not isinstance(flips, dict):
             raise TargetConfigError(f"twin: faults={options['faults']!r} — write a YAML mapping, e.g. faults={{nvml_no_permission: true}}")
+        _check_fault_switches(flips)
         data["faults"] = {**data["faults"], **flips}
     actuator = options.get("actuator")
     if actuator is not None:
@@ -115,6 +118,26 @@ def resolve_world(options: Mapping[str, str], env: Mapping[str, str]) -> World:
         return World.model_validate(data)
     except ValueError as exc:
         raise TargetConfigError(f"twin: {' '.join(str(exc).split())}") from None
+
+
+def _check_fault_switches(flips: dict[object, object]) -> None:
+    """A `faults=` switch the twin does not have, or a value it does not take, named with the
+    switches there are (a misspelt switch would otherwise be a validation dump)."""
+    known = list(FaultSwitches.model_fields)
+    for name in flips:
+        if name not in FaultSwitches.model_fields:
+            close = difflib.get_close_matches(str(name), known, n=1)
+            meant = f"did you mean {close[0]!r}? " if close else ""
+            raise TargetConfigError(f"twin: faults: the twin has no fault switch {name!r} — {meant}its switches: {', '.join(known)}")
+    try:
+        FaultSwitches.model_validate(flips)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = ".".join(str(part) for part in first["loc"])
+        default = FaultSwitches.model_fields[str(first["loc"][0])].get_default(call_default_factory=True)
+        raise TargetConfigError(
+            f"twin: faults: {name}={first.get('input')!r}: {first['msg']} — give it a value of its kind; its default is {default!r}"
+        ) from None
 
 
 def _default_api_fault(name: str, value: object) -> bool:

@@ -243,3 +243,27 @@ def test_a_bound_value_of_the_wrong_kind_is_a_type_error(catalog: Callable[[str]
         "c.feature:9:5: agent.counter_unchanged: $caps0 holds caps (bound by nvml.baseline_caps at line 5), but parameter 'since'"
         " reads metrics — bind it with agent.baseline",
     ]
+
+
+@pytest.mark.parametrize(
+    ("faults", "message"),
+    [
+        (
+            "{nvml_no_permision: true}",
+            "twin: faults: the twin has no fault switch 'nvml_no_permision' — did you mean 'nvml_no_permission'? its switches: ",
+        ),
+        (
+            "{nvml_no_permission: maybe}",
+            "twin: faults: nvml_no_permission='maybe': Input should be a valid boolean, unable to interpret input "
+            "— give it a value of its kind; its default is False",
+        ),
+    ],
+)
+def test_a_fault_switch_the_twin_does_not_take_is_named_with_the_ones_it_has(faults: str, message: str) -> None:
+    from stepgraph.dsl import TargetConfigError
+    from stepgraph.targets.twin import resolve_world
+
+    with pytest.raises(TargetConfigError) as info:
+        resolve_world({"world": "path-b", "faults": faults}, {})
+    assert str(info.value).startswith(message), str(info.value)
+    assert "pydantic" not in str(info.value)
