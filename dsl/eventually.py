@@ -51,6 +51,12 @@ def _what_failed(failure: AssertionError, label: str) -> str:
     return f": {failure.message}" if isinstance(failure, CheckFailed) else ""
 
 
+class StepRefused(Exception):
+    """The system under test does not have what a step names (a pod that does not exist): the
+    scenario's mistake or the system's answer, not a bug in the step, so it is reported as one
+    block at the step, like a failed check, not as a traceback. Not retried under `within`."""
+
+
 class EventuallyTimeout(CheckFailed):
     """The condition still did not hold at the deadline."""
 

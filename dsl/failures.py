@@ -8,11 +8,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .eventually import CheckFailed
+from .eventually import CheckFailed, StepRefused
 
 
-def failure_block(step_location: str, step_text: str, scenario: str, scenario_location: str, failure: CheckFailed) -> str:
-    lines = [f"{step_location}: {step_text}", f"  in scenario {scenario!r} ({scenario_location})", f"  {failure.message}"]
+def failure_block(
+    step_location: str, step_text: str, scenario: str, scenario_location: str, failure: CheckFailed | StepRefused
+) -> str:
+    lines = [f"{step_location}: {step_text}", f"  in scenario {scenario!r} ({scenario_location})"]
+    if isinstance(failure, StepRefused):
+        return "\n".join([*lines, f"  {failure}"])
+    lines.append(f"  {failure.message}")
     lines += ["  " + line for line in compare(failure.expected, failure.observed, getattr(failure, "aligned", None))]
     if failure.history:
         lines.append("  last observations (time since the window opened):")

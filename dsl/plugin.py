@@ -22,7 +22,7 @@ from .bdd_steps import STEP_LOCATION, expect_steps, set_attachment
 from .checks import order_hazards
 from .collect import TAG_KINDS, ScenarioModule
 from .compiler import SCENARIO_SUFFIXES
-from .eventually import CheckFailed
+from .eventually import CheckFailed, StepRefused
 from .failures import failure_block
 from .ir import step_calls
 from .nodes import add_option as add_nodes_option
@@ -269,7 +269,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.when == "call" and report.failed and failed is not None and ITEM_SCENARIO in item.stash:
         location, text, exception = failed
         report.stepgraph_failed_step = f"{location}: {text}"  # type: ignore[attr-defined]
-        if isinstance(exception, CheckFailed):
+        if isinstance(exception, CheckFailed | StepRefused):
             info = item.stash[ITEM_SCENARIO]
             report.longrepr = failure_block(location, text, info.scenario.name, str(info.scenario.location), exception)
     if report.skipped and ITEM_SCENARIO in item.stash:

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from stepgraph.dsl.eventually import StepRefused
+
 if TYPE_CHECKING:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
@@ -65,8 +67,9 @@ class ApiError(ClusterError):
         self.message = message
 
 
-class NotFound(ApiError):
-    """404: the object (or resource type) does not exist."""
+class NotFound(ApiError, StepRefused):
+    """404: the object (or resource type) does not exist — most often one the scenario names
+    (a pod name mistyped), so it is reported at the step as one block, not as a traceback."""
 
 
 class Conflict(ApiError):

@@ -9,6 +9,7 @@ import pytest
 
 LIBRARY = '''
 from stepgraph.dsl import REGISTRY, CheckFailed, Params, StepContext
+from stepgraph.dsl.eventually import StepRefused
 
 
 class Gpu(Params):
@@ -19,6 +20,15 @@ class Gpu(Params):
 def caps(ctx: StepContext, p: Gpu) -> None:
     observed = {0: 350, 1: 325, p.gpu: 250 + int(ctx.clock.now())}
     raise CheckFailed("NVML power limits (W)", expected={0: 350, 1: 325, p.gpu: 300}, observed=observed)
+
+
+class Pod(Params):
+    pod: str
+
+
+@REGISTRY.when("rec.poke", "the pod {pod} is poked", key="poke")
+def poke(ctx: StepContext, p: Pod) -> None:
+    raise StepRefused(f'read pod ns/{p.pod}: 404 NotFound: pods "{p.pod}" not found')
 '''
 
 FEATURE = """\
@@ -31,6 +41,10 @@ Feature: Failures
   @id:F2 @needs:path-a
   Scenario: needs Path A
     Given the value "a" is bound as "state"
+
+  @id:F3
+  Scenario: a pod that is not there
+    When the pod "vllm-dgd-c-decod" is poked
 """
 
 
@@ -44,7 +58,7 @@ def run(pytester: pytest.Pytester) -> pytest.RunResult:
 
 
 def test_a_failed_check_is_one_block_without_framework_frames(run: pytest.RunResult) -> None:
-    run.assert_outcomes(failed=1, skipped=1)
+    run.assert_outcomes(failed=2, skipped=1)
     run.stdout.fnmatch_lines(
         [
             "scenarios/f.feature:5:5: Then within 3 s GPU 5 keeps its cap",
@@ -69,3 +83,16 @@ def test_a_failed_check_is_one_block_without_framework_frames(run: pytest.RunRes
 def test_the_gherkin_reporter_names_the_failing_step_and_the_skip_reason(run: pytest.RunResult) -> None:
     run.stdout.fnmatch_lines(["    FAILED at scenarios/f.feature:5:5: Then within 3 s GPU 5 keeps its cap"])
     run.stdout.fnmatch_lines(["*SKIPPED (target 'local' lacks path-a)*"])
+
+
+def test_a_step_refused_by_the_system_is_one_block_without_framework_frames(run: pytest.RunResult) -> None:
+    """A pod the scenario names that does not exist is the scenario's mistake, not a bug."""
+    run.stdout.fnmatch_lines(
+        [
+            "scenarios/f.feature:13:5: When the pod \"vllm-dgd-c-decod\" is poked",
+            "  in scenario 'a pod that is not there' (scenarios/f.feature:12:3)",
+            "  read pod ns/vllm-dgd-c-decod: 404 NotFound: pods \"vllm-dgd-c-decod\" not found",
+        ]
+    )
+    block = run.stdout.str().split("a pod that is not there _", 1)[-1]
+    assert "Traceback" not in block and "_pytest" not in block and "reclib.py" not in block
