@@ -24,6 +24,7 @@ docs/design/twin-process-view.md for why this mechanism and where it differs fro
 
 from __future__ import annotations
 
+import base64
 import compileall
 import json
 import os
@@ -270,15 +271,48 @@ class NodeView:
             elif "emptyDir" in volume:
                 host = str(self.folder / "pods" / ctx.pod["metadata"]["uid"] / "emptyDir" / vm["name"])
                 Path(host).mkdir(parents=True, exist_ok=True)
+            elif any(k in volume for k in ("configMap", "secret", "projected")):
+                host = str(self._write_volume(ctx, volume, notes))
+                read_only = True  # the kubelet mounts these read-only, whatever the volumeMount says
             else:
                 kind = next((k for k in volume if k != "name"), "unknown")
                 notes.append(f"volume {vm.get('name')!r} ({kind}) is not mounted in process containers — "
-                             f"only hostPath and emptyDir are")
+                             f"only hostPath, emptyDir, configMap, secret and projected are")
                 continue
             if vm.get("subPath"):
                 host = posixpath.join(host, vm["subPath"])
             mounts.append(Mount(posixpath.normpath(vm["mountPath"]), host, read_only))
         return mounts
+
+    def _write_volume(self, ctx: Any, volume: dict, notes: list[str]) -> Path:
+        """A configMap, secret or projected volume's files, written afresh at each container start
+        from the objects as they are then (a node's kubelet also refreshes them later)."""
+        name = volume["name"]
+        folder = self.folder / "pods" / ctx.pod["metadata"]["uid"] / "volumes" / name
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        if "projected" in volume:
+            spec = volume["projected"] or {}
+            sources = spec.get("sources") or []
+        else:
+            spec = volume.get("configMap") or volume.get("secret") or {}
+            sources = [volume]
+        default_mode = spec.get("defaultMode", 0o644)
+        for source in sources:
+            kind = "configMap" if "configMap" in source else "secret" if "secret" in source else None
+            if kind is None:
+                other = next((k for k in source if k != "name"), "unknown")
+                notes.append(f"volume {name!r}: a {other} source is not projected in process containers — "
+                             f"only configMap and secret sources are")
+                continue
+            ref = source[kind] or {}
+            files = _volume_files(ctx, name, kind, ref)
+            for relative, (data, mode) in files.items():
+                target = folder / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+                target.chmod(default_mode if mode is None else mode)
+        return folder
 
     def _node_root(self, node_name: str, devices: NodeDevices | None) -> Path:
         """The node's `/` for hostPath volumes: its HostFiles' folder, so in-process readers agree."""
@@ -307,6 +341,42 @@ def _files_table(config: dict) -> str:
     lines += [f"mount\t{c}\t{h}\t{int(ro)}" for c, h, ro in config["mounts"]]
     lines += [f"own\t{config['own_folder']}", f"rootfs\t{config['rootfs']}"]
     return "\n".join(lines) + "\n"
+
+
+def _volume_files(ctx: Any, volume: str, kind: str, ref: dict) -> dict[str, tuple[bytes, int | None]]:
+    """{path in the volume: (bytes, mode or None)} of one configMap or secret, by the kubelet's rules:
+    every key, or only `items` (key → path, mode); a missing object or key refuses the start unless
+    `optional`. Raises ViewError with the kubelet's message."""
+    object_name = ref.get("name") or ref.get("secretName") or ""
+    resource, noun = ("configmaps", "configmap") if kind == "configMap" else ("secrets", "secret")
+    try:
+        obj = ctx.store.get(resource, ctx.namespace, object_name)
+    except Exception:  # the store's 404
+        if ref.get("optional"):
+            return {}
+        raise ViewError(f'MountVolume.SetUp failed for volume "{volume}" : {noun} "{object_name}" not found') from None
+    values: dict[str, bytes] = {}
+    if kind == "configMap":
+        values.update({k: str(v).encode() for k, v in (obj.get("data") or {}).items()})
+        values.update({k: base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()})
+    else:
+        values.update({k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()})
+        values.update({k: str(v).encode() for k, v in (obj.get("stringData") or {}).items()})
+    items = ref.get("items")
+    if not items:
+        return {key: (value, None) for key, value in values.items()}
+    out: dict[str, tuple[bytes, int | None]] = {}
+    for item in items:
+        key, path = item.get("key", ""), posixpath.normpath(item.get("path") or "")
+        if path.startswith(("/", "..")) or path == ".":
+            raise ViewError(f'volume "{volume}": item path {item.get("path")!r} must be relative, without ".."')
+        if key not in values:
+            if ref.get("optional"):
+                continue
+            raise ViewError(f'MountVolume.SetUp failed for volume "{volume}" : {noun} references non-existent '
+                            f'config key: {key}')
+        out[path] = (values[key], item.get("mode"))
+    return out
 
 
 def _prepare_host_path(path: Path, kind: str, volume: str | None) -> None:

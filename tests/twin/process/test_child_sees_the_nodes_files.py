@@ -150,9 +150,10 @@ def test_the_program_folder_is_mounted_and_its_script_path_rewritten(rig, tmp_pa
 
 
 def test_unsupported_volumes_are_noted_not_silently_dropped(rig):
-    spec = pod(volumes=[{"name": "cfg", "configMap": {"name": "x"}}], mounts=[{"name": "cfg", "mountPath": "/etc/cfg"}])
+    spec = pod(volumes=[{"name": "info", "downwardAPI": {"items": []}}], mounts=[{"name": "info", "mountPath": "/etc/info"}])
     view = rig.open(spec)
-    assert view.notes == ["volume 'cfg' (configMap) is not mounted in process containers — only hostPath and emptyDir are"]
+    assert view.notes == ["volume 'info' (downwardAPI) is not mounted in process containers — only hostPath, "
+                          "emptyDir, configMap, secret and projected are"]
 
 
 def test_hostpath_types_are_checked_or_created_as_the_kubelet_does(rig):
