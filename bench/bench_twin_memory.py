@@ -4,7 +4,8 @@
 
 Each sample is a child process running `twin_churn.py` (scenario-shaped cycles on one twin:
 pods created, patched and deleted in the shared test namespace, their Events, a minute of the
-twin's clock each) and its peak RSS from wait4; the large and the small run alternate.
+twin's clock each) and its peak RSS from wait4; the large and the small run alternate. A second
+row sets the large run beside a twin that served no cycle at all.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ def main() -> None:
 
     figure = interleave(Figure(f"twin peak RSS after {large:,} scenario-shaped cycles", f"after {small:,} cycles",
                                "MiB", target=1.1), lambda: peak(large), lambda: peak(small), args.repeat)
-    print(table([figure]))
+    # The floor: the same process with a twin that served nothing; the difference is what the
+    # cycles keep (or leave of their peak) beyond the twin itself.
+    floor = Figure(f"twin peak RSS after {large:,} scenario-shaped cycles (the runs above)", "a twin after 0 cycles",
+                   "MiB", ours=list(figure.ours), base=[peak(0) for _ in range(args.repeat)])
+    print(table([figure, floor]))
 
 
 if __name__ == "__main__":
