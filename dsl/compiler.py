@@ -11,7 +11,6 @@ from .checks import check_feature, order_hazards
 from .diagnostics import Diagnostic, Location
 from .ir import Feature
 from .load_gherkin import load_gherkin
-from .load_yaml import load_yaml
 from .registry import Registry
 from .source import read_text
 
@@ -51,7 +50,12 @@ def compile_file(
 def compile_text(
     text: str, path: Path, display: str, registry: Registry, *, design_ids: Collection[str] | None = None, design_source: str = ""
 ) -> CompiledFile:
-    loader = load_yaml if path.suffix in YAML_SUFFIXES else load_gherkin
+    if path.suffix in YAML_SUFFIXES:
+        from .load_yaml import load_yaml  # the YAML parser and its schema: only YAML files need them
+
+        loader = load_yaml
+    else:
+        loader = load_gherkin
     feature, diags = loader(text, display, registry)
     if feature is not None:
         # A partial IR (steps that did not bind are missing) is still checked, so a file's errors

@@ -8,6 +8,8 @@ how a value is written back, so Gherkin → IR → Gherkin is lossless.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ _QUOTED = r'"(?:[^"\\]|\\.)*"'
 _QUOTED_OR_SPACE = re.compile(rf"({_QUOTED})|\s+")
 
 
+@functools.lru_cache(maxsize=4096)  # binding squeezes one text once per declaration it tries
 def squeeze(text: str) -> str:
     """`text` with each run of whitespace outside quoted values made one space, and stripped.
 
@@ -134,7 +137,11 @@ class Phrase:
         regex.append(_literal_regex(tail))
         if "{" in "".join(self._literals) or "}" in "".join(self._literals):
             raise PhraseError(f"phrase {text!r}: stray brace — placeholders look like {{field}} or {{field:type}}")
-        self.regex = re.compile("".join(regex).strip())
+        self._pattern = "".join(regex).strip()
+        # What every text this phrase reads begins with once squeezed: its first words, up to one
+        # holding a quote (inside quotes spaces are kept). Most phrases differ there, so matching a
+        # text against every declaration compiles only the few regexes whose beginning it has.
+        self._prefix = " ".join(itertools.takewhile(lambda word: '"' not in word, self._literals[0].split()))
         self.fields = [s.field for s in self.slots] + ([self.attachment.field] if self.attachment else [])
 
     def _split_attachment(self, text: str) -> str:
@@ -146,9 +153,16 @@ class Phrase:
             return text[: last.start()].rstrip()
         return text
 
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self._pattern)
+
     def match(self, text: str) -> dict[str, Any] | None:
         """Parse `text` into raw field values, or None when it is not this phrase."""
-        m = self.regex.fullmatch(squeeze(text))
+        text = squeeze(text)
+        if not text.startswith(self._prefix):
+            return None
+        m = self.regex.fullmatch(text)
         if m is None:
             return None
         return {slot.field: slot.type.parse(value) for slot, value in zip(self.slots, m.groups(), strict=True)}

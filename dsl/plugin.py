@@ -28,7 +28,6 @@ from .ir import step_calls
 from .nodes import add_option as add_nodes_option
 from .nodes import make_scheduler, record_node
 from .nodes import parametrize as parametrize_by_node
-from .reports.design import requirement_ids
 from .reports.errors import InputError
 from .runinfo import ITEM_SCENARIO, RUN_INFO, RunInfo, run_info
 from .targeting import (
@@ -102,6 +101,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{kind}: stepgraph tag kind — {meaning}; select with -m '{kind}:VALUE'")
     doc = config.getini("stepgraph_design_doc")
     if doc:
+        from .reports.design import requirement_ids  # Markdown parser and all: only a run with a design doc needs it
+
         path = Path(config.rootpath, doc)
         if not path.is_file():
             pytest.exit(f"stepgraph: design doc {doc!r} (ini stepgraph_design_doc) does not exist — fix the path", returncode=2)

@@ -63,6 +63,13 @@ def test_phrase_parses_typed_placeholders_and_renders_back() -> None:
     assert phrase.match("the counter grew") is None
 
 
+def test_a_phrase_reads_its_text_however_spaced_and_only_its_own() -> None:
+    phrase = Phrase('the label "team  a" of {name} is {value}')
+    assert phrase.match('the   label "team  a"  of "p1" is "x"') == {"name": "p1", "value": "x"}
+    assert phrase.match('a label "team  a" of "p1" is "x"') is None
+    assert Phrase("{name} is ready").match('"p1"   is ready') == {"name": "p1"}
+
+
 def test_within_prefix_is_split_off() -> None:
     assert split_window("within 2 agent ticks the thing holds") == (Window("within", Duration(2, "tick")), "the thing holds")
     assert split_window("throughout 30 s the thing holds") == (Window("throughout", Duration(30)), "the thing holds")
