@@ -210,7 +210,7 @@ class Floor:
     both encode the same document."""
 
     def __init__(self, pod: dict) -> None:
-        self.watchers: set[asyncio.Queue[bytes]] = set()
+        self.watchers: set[asyncio.Queue[bytes | None]] = set()
         self.pod = copy.deepcopy(pod)
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
@@ -234,14 +234,14 @@ class Floor:
             return web.json_response(copy.deepcopy(self.pod))
 
         async def watch(request: web.Request) -> web.StreamResponse:
-            queue: asyncio.Queue[bytes] = asyncio.Queue()
+            queue: asyncio.Queue[bytes | None] = asyncio.Queue()
             response = web.StreamResponse(headers={"Content-Type": "application/json"})
             response.enable_chunked_encoding()
             await response.prepare(request)
             self.watchers.add(queue)
             try:
-                while True:
-                    await response.write(await queue.get())
+                while (event := await queue.get()) is not None:  # None: the floor is stopping
+                    await response.write(event)
             except (ConnectionResetError, asyncio.CancelledError):
                 pass
             finally:
@@ -268,6 +268,11 @@ class Floor:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        def end_watches() -> None:
+            for queue in self.watchers:
+                queue.put_nowait(None)
+
+        self.loop.call_soon_threadsafe(end_watches)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
 
