@@ -33,6 +33,10 @@ class Figure:
         return statistics.median(self.ours) / statistics.median(self.base)
 
     def verdict(self) -> str:
+        if min(self.base) <= 0 or min(self.ours) <= 0:
+            # A difference of two runs (per extra step) that came out at or below zero: the
+            # machine's noise is larger than the figure, so no ratio of it means anything.
+            return "inside the noise: repeat on a quieter machine or with more scenarios"
         if self.target is not None:
             return f"ratio ≤ {self.target:g}: {'met' if self.ratio <= self.target else 'NOT met'}"
         if self.limit is not None:
