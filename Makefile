@@ -10,7 +10,7 @@ LINKS  := $(VENV)/.linked
 FILES  := build/package-files.txt
 MYPY   := $(BIN)/mypy -p stepgraph.dsl -p stepgraph.steps -p stepgraph.targets -p stepgraph.twin
 
-.PHONY: run run-process test typecheck wheel-smoke bench clean FORCE
+.PHONY: run run-process test test-code test-pytest typecheck wheel-smoke bench clean FORCE
 
 # A strict editable install (see setup.py): build/__editable__… links every file of the packages
 # into the wheel's layout, so every tool resolves stepgraph.* the same way. A file added or removed
@@ -48,16 +48,24 @@ run-process: $(LINKS)
 	$(BIN)/stepgraph run --reports reports-process $(WORLDS:%=--world %) -- --target-option agent=$(AGENT) \
 		--target-option clock=scaled:$(RATE) --gherkin-terminal-reporter -vv
 
+# The code checks, the tests and the wheel smoke run side by side (none reads what another writes),
+# and the tests on every core through pytest-xdist: the tests are most of the time and CPU-bound,
+# the wheel smoke waits mostly on pip. Each part's output is printed whole when it ends
+# (--output-sync), and --keep-going lets every part finish, so one failure hides no other.
 test: $(LINKS)
+	@$(MAKE) --no-print-directory --jobs=3 --output-sync=target --keep-going test-code test-pytest wheel-smoke
+
+test-code:
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/deptry .
 	$(MYPY)
-	$(BIN)/pytest tests -q -p no:cacheprovider
-	.ci/wheel-smoke
+
+test-pytest:
+	$(BIN)/pytest tests -q -p no:cacheprovider -n auto
 
 # mypy (with the pydantic plugin, configured in pyproject.toml) over the four packages, as the
-# strict editable install lays them out; `test` runs it first among the checks that read code.
+# strict editable install lays them out; `test` runs it with the other code checks.
 typecheck: $(LINKS)
 	$(MYPY)
 

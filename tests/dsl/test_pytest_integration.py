@@ -1,6 +1,7 @@
-"""End to end through pytest and pytest-bdd (pytester, in a subprocess per run): the gherkin
-reporter shows both syntaxes step by step; needs are gated before setup; finalizers always run;
-target errors exit 2; the plugin stays inert without scenario paths."""
+"""End to end through pytest and pytest-bdd (pytester; runs in this process, each from the state
+a fresh process has, except the Ctrl-C run, which gets a process of its own as a user's would): the
+gherkin reporter shows both syntaxes step by step; needs are gated before setup; finalizers always
+run; target errors exit 2; the plugin stays inert without scenario paths."""
 
 from __future__ import annotations
 
@@ -188,7 +189,7 @@ def item_locations(pytester: pytest.Pytester) -> list[str]:
 def test_gherkin_reporter_shows_both_syntaxes_step_by_step(project: pytest.Pytester) -> None:
     scenario(project, "sample.feature", FEATURE)
     scenario(project, "sample.yaml", YAML)
-    result = project.runpytest_subprocess("--gherkin-terminal-reporter", "-vv", "--strict-markers", "--target", "reclib:RecordingTarget")
+    result = project.runpytest_inprocess("--gherkin-terminal-reporter", "-vv", "--strict-markers", "--target", "reclib:RecordingTarget")
     result.stdout.fnmatch_lines(
         [
             "Feature: Sample Gherkin",
@@ -222,7 +223,7 @@ def test_gherkin_reporter_shows_both_syntaxes_step_by_step(project: pytest.Pytes
 def test_markers_select_by_id_under_strict_markers(project: pytest.Pytester) -> None:
     scenario(project, "sample.feature", FEATURE)
     scenario(project, "sample.yaml", YAML)
-    result = project.runpytest_subprocess("--strict-markers", "-m", "id:S2", "-q")
+    result = project.runpytest_inprocess("--strict-markers", "-m", "id:S2", "-q")
     result.assert_outcomes(passed=1, deselected=1)
 
 
@@ -240,7 +241,7 @@ def test_unmet_needs_skip_before_any_setup(project: pytest.Pytester) -> None:
             And the GPU is touched
         """,
     )
-    result = project.runpytest_subprocess("-rs", "--target", "reclib:RecordingTarget")
+    result = project.runpytest_inprocess("-rs", "--target", "reclib:RecordingTarget")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*target 'recording' lacks dcgm*", "*target 'recording' lacks nvml*"])
     assert log(project) == []  # not even the target session started
@@ -261,7 +262,7 @@ def test_finalizers_run_lifo_after_a_failure_and_report_their_own_failures(proje
             And a stuck resource "d" is created
         """,
     )
-    result = project.runpytest_subprocess("--target", "reclib:RecordingTarget")
+    result = project.runpytest_inprocess("--target", "reclib:RecordingTarget")
     result.assert_outcomes(failed=1, passed=1, errors=1)
     result.stdout.fnmatch_lines(
         [
@@ -304,7 +305,7 @@ def test_finalizers_run_on_ctrl_c(project: pytest.Pytester) -> None:
 
 def test_a_misconfigured_target_exits_2_with_one_line(project: pytest.Pytester) -> None:
     scenario(project, "sample.yaml", YAML)
-    result = project.runpytest_subprocess("--target", "reclib:BrokenTarget")
+    result = project.runpytest_inprocess("--target", "reclib:BrokenTarget")
     assert result.ret == 2
     output = result.stdout.str() + result.stderr.str()
     assert "stepgraph: target 'broken': TEST_NODE is not set — export TEST_NODE=<node name>" in output
@@ -314,7 +315,7 @@ def test_a_misconfigured_target_exits_2_with_one_line(project: pytest.Pytester) 
 
 def test_an_unknown_target_exits_2(project: pytest.Pytester) -> None:
     scenario(project, "sample.yaml", YAML)
-    result = project.runpytest_subprocess("--target", "nowhere")
+    result = project.runpytest_inprocess("--target", "nowhere")
     assert result.ret == 2
     output = result.stdout.str() + result.stderr.str()
     assert "stepgraph: unknown target 'nowhere' — choose one of: " in output and "local" in output
@@ -322,7 +323,7 @@ def test_an_unknown_target_exits_2(project: pytest.Pytester) -> None:
 
 def test_a_broken_scenario_is_a_collection_error_without_traceback(project: pytest.Pytester) -> None:
     scenario(project, "bad.feature", 'Feature: Bad\n  Scenario: S\n    Given a unicorn\n    Then "x" equals "y"\n')
-    result = project.runpytest_subprocess()
+    result = project.runpytest_inprocess()
     assert result.ret == pytest.ExitCode.INTERRUPTED  # collection errors stop the run (exit code 2)
     result.stdout.fnmatch_lines(["scenarios/bad.feature:3:5: undefined step: 'a unicorn'*"])
     assert "Traceback" not in result.stdout.str()
@@ -331,7 +332,7 @@ def test_a_broken_scenario_is_a_collection_error_without_traceback(project: pyte
 def test_the_plugin_is_inert_without_scenario_paths(project: pytest.Pytester) -> None:
     scenario(project, "bad.feature", "Feature: Bad\n  Scenario: S\n    Given a unicorn\n")
     project.makepyfile(test_plain="def test_plain():\n    assert True\n")
-    result = project.runpytest_subprocess("test_plain.py", "--target", "nowhere")
+    result = project.runpytest_inprocess("test_plain.py", "--target", "nowhere")
     result.assert_outcomes(passed=1)
     assert log(project) == []
 
@@ -339,7 +340,7 @@ def test_the_plugin_is_inert_without_scenario_paths(project: pytest.Pytester) ->
 def test_a_scenario_id_used_in_two_files_is_a_collection_error(project: pytest.Pytester) -> None:
     scenario(project, "a.yaml", YAML)
     scenario(project, "b.feature", "Feature: B\n  @id:S2\n  Scenario: Same id\n    When we wait 1 s\n")
-    result = project.runpytest_subprocess()
+    result = project.runpytest_inprocess()
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["scenarios/b.feature:3:3: scenario id 'S2' is also used at scenarios/a.yaml:2:1 — *"])
 
@@ -370,7 +371,7 @@ def test_a_check_that_never_holds_fails_with_expected_and_last_observed(project:
           - expect: {within: 1 tick, all: [{elapsed: {duration: 1 min, since: $t0}}]}
         """,
     )
-    result = project.runpytest_subprocess("--gherkin-terminal-reporter", "-vv")
+    result = project.runpytest_inprocess("--gherkin-terminal-reporter", "-vv")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -386,22 +387,22 @@ def test_design_ids_are_checked_against_the_configured_design_doc(project: pytes
     (project.path / "plan.md").write_text("# Plan\n## §8.5.7 Conflicts\n")
     scenario(project, "ok.feature", "Feature: A\n  @design:8.5.7\n  Scenario: Known\n    When we wait 1 s\n")
     scenario(project, "bad.feature", "Feature: B\n  @design:8.5.9\n  Scenario: Unknown\n    When we wait 1 s\n")
-    result = project.runpytest_subprocess()
+    result = project.runpytest_inprocess()
     result.stdout.fnmatch_lines(["scenarios/bad.feature:3:3: design id '8.5.9' is not in the design doc (plan.md) — did you mean '8.5.7'?"])
     (project.path / "plan.md").unlink()
-    missing = project.runpytest_subprocess()
+    missing = project.runpytest_inprocess()
     assert missing.ret == 2
     assert "design doc 'plan.md' (ini stepgraph_design_doc) does not exist" in missing.stdout.str() + missing.stderr.str()
 
 
 def test_a_target_configures_its_capabilities_from_options_before_gating(project: pytest.Pytester) -> None:
     scenario(project, "gpu.feature", "Feature: GPU\n  @needs:nvml\n  Scenario: Needs NVML\n    When we wait 1 s\n")
-    with_nvml = project.runpytest_subprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps=nvml,k8s")
+    with_nvml = project.runpytest_inprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps=nvml,k8s")
     with_nvml.assert_outcomes(passed=1)
-    without = project.runpytest_subprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps=k8s", "-rs")
+    without = project.runpytest_inprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps=k8s", "-rs")
     without.assert_outcomes(skipped=1)
     assert [line for line in log(project) if line.startswith("configured")] == ["configured ['k8s', 'nvml']", "configured ['k8s']"]
-    bad = project.runpytest_subprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps")
+    bad = project.runpytest_inprocess("--target", "reclib:ConfigurableTarget", "--target-option", "caps")
     assert bad.ret == 2
     assert "stepgraph: --target-option 'caps': write KEY=VALUE" in bad.stdout.str() + bad.stderr.str()
 
@@ -425,7 +426,7 @@ def test_a_scenario_outline_runs_each_row(project: pytest.Pytester) -> None:
               | 2 agent ticks | 31 s    |
         """,
     )
-    result = project.runpytest_subprocess("--strict-markers", "-v", "-m", "id:O1 and slow")
+    result = project.runpytest_inprocess("--strict-markers", "-v", "-m", "id:O1 and slow")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*test_waiting_ticks[[]O1.1[]] PASSED*", "*test_waiting_ticks[[]O1.2[]] FAILED*"])
     result.stdout.fnmatch_lines(["*expected: ≥ 31 s*", "*observed: 30 s*"])
@@ -436,7 +437,7 @@ def test_a_scenario_outline_runs_each_row(project: pytest.Pytester) -> None:
 def test_an_absolute_check_after_an_incrementing_scenario_fails_before_its_steps(project: pytest.Pytester) -> None:
     scenario(project, "a_bump.feature", "Feature: Bump\n  Scenario: Bumps\n    When the shared counter is bumped\n")
     scenario(project, "b_fresh.feature", "Feature: Fresh\n  Scenario: Counts from zero\n    Then the shared counter is 0\n")
-    result = project.runpytest_subprocess()
+    result = project.runpytest_inprocess()
     result.assert_outcomes(passed=1, errors=1)  # an error at setup: not one step of it ran
     result.stdout.fnmatch_lines(
         [
@@ -445,7 +446,7 @@ def test_an_absolute_check_after_an_incrementing_scenario_fails_before_its_steps
         ]
     )
     assert "absolute check ran" not in log(project)
-    alone = project.runpytest_subprocess("-k", "counts_from_zero")
+    alone = project.runpytest_inprocess("-k", "counts_from_zero")
     alone.assert_outcomes(passed=1, deselected=1)
 
 
@@ -468,19 +469,19 @@ def test_outline_rows_are_gated_by_their_own_needs(project: pytest.Pytester) -> 
               | 2 s |
         """,
     )
-    result = project.runpytest_subprocess("-rs", "--target", "reclib:RecordingTarget")
+    result = project.runpytest_inprocess("-rs", "--target", "reclib:RecordingTarget")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*target 'recording' lacks nvml*"])
 
 
 def test_an_unknown_target_option_exits_2_listing_the_allowed_ones(project: pytest.Pytester) -> None:
     scenario(project, "sample.feature", FEATURE)
-    result = project.runpytest_subprocess("--target", "local", "--target-option", "tick_second=5")
+    result = project.runpytest_inprocess("--target", "local", "--target-option", "tick_second=5")
     assert result.ret == 2 and "Traceback" not in result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines(
         ["*stepgraph: --target-option tick_second=5: target 'local' has no option 'tick_second' — did you mean tick_seconds?"
          " its options: tick_seconds (seconds an agent tick lasts, e.g. 15)*"]
     )
-    result = project.runpytest_subprocess("--target", "reclib:RecordingTarget", "--target-option", "caps=nvml")
+    result = project.runpytest_inprocess("--target", "reclib:RecordingTarget", "--target-option", "caps=nvml")
     assert result.ret == 2
     result.stdout.fnmatch_lines(["*target 'recording' has no option 'caps' — its options: tick_seconds*"])

@@ -1,0 +1,101 @@
+"""Fixtures shared by every test folder.
+
+`pytester` is the standard one, with in-process runs made as independent of the test process as
+a subprocess would be. A pytest run in the test's own process saves a second interpreter's start
+(most of a second of CPU each), but it shares the process-wide state stepgraph keeps: the step
+registry (each run imports its step library again), this run's id, the SIGINT/SIGTERM handlers
+its plugin installs and removes, the temp directory (read once from TMPDIR and cached) and the
+environment. Each in-process run gets that state as a fresh process would see it, and the test
+process gets its own back afterwards. Installed libraries stay imported from one run to the next
+(as they do for the scenario catalog's in-process runs); our modules are imported afresh.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pytest.pytester import SysModulesSnapshot
+
+from stepgraph.dsl import REGISTRY, interrupts, phrases, runid
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def run_state_of_its_own() -> Iterator[None]:
+    """The process-wide state a pytest run changes, put back as it was once the run is over."""
+    steps, by_key, groups = dict(REGISTRY.steps), dict(REGISTRY.by_key), set(REGISTRY.loaded_groups)
+    placeholder_types = dict(phrases.PLACEHOLDER_TYPES)
+    run_id = runid._current
+    handlers = {signum: signal.getsignal(signum) for signum in _SIGNALS}
+    installed, count = dict(interrupts._previous), interrupts._count
+    environ = dict(os.environ)
+    temp_root = tempfile.tempdir
+    frozen = gc.get_freeze_count()
+    interrupts._previous.clear()  # so the run installs its handlers, as its own process would
+    tempfile.tempdir = None  # so the run reads TMPDIR, as its own process would
+    try:
+        yield
+    finally:
+        REGISTRY.steps.clear()
+        REGISTRY.steps.update(steps)
+        REGISTRY.by_key.clear()
+        REGISTRY.by_key.update(by_key)
+        REGISTRY.loaded_groups.clear()
+        REGISTRY.loaded_groups.update(groups)
+        phrases.PLACEHOLDER_TYPES.clear()
+        phrases.PLACEHOLDER_TYPES.update(placeholder_types)
+        runid._current = run_id
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        interrupts._previous.clear()
+        interrupts._previous.update(installed)
+        interrupts._count = count
+        os.environ.clear()
+        os.environ.update(environ)
+        tempfile.tempdir = temp_root
+        if not frozen:
+            gc.unfreeze()  # an interrupted run freezes the heap on its way out
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
+    """pytester whose in-process runs (`runpytest_inprocess`, `inline_run`) each start from the
+    state a fresh process has and leave the test process's state as it was."""
+    inline_run = pytester.inline_run
+
+    def isolated_inline_run(*args: Any, **kwargs: Any) -> Any:
+        # A run's Ctrl-C is its own, as a subprocess's would be: its exit code says so. (Re-raising
+        # it also breaks on a run that pytest.exit()s with code 2 before pytester's recorder starts.)
+        kwargs.setdefault("no_reraise_ctrlc", True)
+        with run_state_of_its_own():
+            return inline_run(*args, **kwargs)
+
+    pytester.inline_run = isolated_inline_run  # type: ignore[method-assign]
+    # pytester forgets every module imported during a test and during each in-process run. Library
+    # modules must stay: an extension module cannot be imported twice in one process (a second
+    # `cryptography`, which the twin's CA uses, fails its own type checks). Only our modules and
+    # the run's own are forgotten, so a run imports them again, registering their steps again.
+    pytester._sys_modules_snapshot = SysModulesSnapshot(preserve=_is_library)
+    pytester._Pytester__take_sys_modules_snapshot = lambda: SysModulesSnapshot(preserve=_is_library)  # type: ignore[attr-defined]
+    return pytester
+
+
+_LIBRARY_ROOTS = tuple(str(Path(root).resolve()) + os.sep for root in {sys.prefix, sys.base_prefix})
+
+
+def _is_library(name: str) -> bool:
+    """An installed or standard-library module (or a built-in one), not ours or a test project's."""
+    if name == "stepgraph" or name.startswith("stepgraph."):
+        return False
+    file = getattr(sys.modules.get(name), "__file__", None)
+    return file is None or str(Path(file).resolve()).startswith(_LIBRARY_ROOTS)
