@@ -62,7 +62,7 @@ test-code:
 	$(MYPY)
 
 test-pytest:
-	$(BIN)/pytest tests -q -p no:cacheprovider -n auto
+	$(BIN)/pytest tests -q -p no:cacheprovider -n auto --dist loadgroup
 
 # mypy (with the pydantic plugin, configured in pyproject.toml) over the four packages, as the
 # strict editable install lays them out; `test` runs it with the other code checks.
