@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from stepgraph.targets.live_settings import LiveConfigError, LiveSettings
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_not_opted_in_offers_no_capabilities() -> None:
@@ -68,47 +72,45 @@ def test_live_target_with_unreadable_kubeconfig_says_how_to_fix_it(tmp_path) -> 
         LiveTarget(env=env).start({})
 
 
-def _run_live(env_extra: dict[str, str], *args: str):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    env = {k: v for k, v in os.environ.items() if k not in ("STEPGRAPH_LIVE", "RUN_MULTI_DGD_LIVE", "TEST_NODE")}
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "scenarios/multi_dgd", "--target", "live", "-p", "no:cacheprovider", "-q", *args],
-        cwd=root, env={**env, **env_extra}, capture_output=True, text=True, timeout=120,
-    )
+def _run_live(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, env_extra: dict[str, str], *args: str):
+    """`pytest scenarios/multi_dgd --target live` of the checkout, with only `env_extra` of the live
+    settings set; in this process, from the state a fresh process has (tests/conftest.py)."""
+    for name in ("STEPGRAPH_LIVE", "RUN_MULTI_DGD_LIVE", "TEST_NODE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env_extra.items():
+        monkeypatch.setenv(name, value)
+    return pytester.runpytest_inprocess(str(ROOT / "scenarios" / "multi_dgd"), "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
+                                        "--target", "live", "-p", "no:cacheprovider", "-q", *args)
 
 
-def test_without_opt_in_every_live_scenario_skips_and_the_run_succeeds() -> None:
-    proc = _run_live({})
-    assert proc.returncode == 0, proc.stdout[-2000:]
-    assert "23 skipped" in proc.stdout
-    collect = _run_live({}, "--collect-only")
-    assert collect.returncode == 0 and "23 tests collected" in collect.stdout
+def test_without_opt_in_every_live_scenario_skips_and_the_run_succeeds(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    proc = _run_live(pytester, monkeypatch, {})
+    assert proc.ret == 0, proc.stdout.str()[-2000:]
+    assert "23 skipped" in proc.stdout.str()
+    collect = _run_live(pytester, monkeypatch, {}, "--collect-only")
+    assert collect.ret == 0 and "23 tests collected" in collect.stdout.str()
 
 
 @pytest.mark.parametrize("flag", ["STEPGRAPH_LIVE", "RUN_MULTI_DGD_LIVE"])
-def test_opted_in_without_test_node_exits_2_with_one_actionable_line(flag: str) -> None:
-    proc = _run_live({flag: "1"})
-    assert proc.returncode == 2
-    assert "TEST_NODE is empty — set TEST_NODE" in proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stdout + proc.stderr
+def test_opted_in_without_test_node_exits_2_with_one_actionable_line(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                                                     flag: str) -> None:
+    proc = _run_live(pytester, monkeypatch, {flag: "1"})
+    assert proc.ret == 2
+    assert "TEST_NODE is empty — set TEST_NODE" in proc.stdout.str() + proc.stderr.str()
+    assert "Traceback" not in proc.stdout.str() + proc.stderr.str()
 
 
-def test_opted_in_with_a_node_the_cluster_lacks_exits_2(tmp_path) -> None:
+def test_opted_in_with_a_node_the_cluster_lacks_exits_2(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     from stepgraph.targets.twin import TwinTarget
 
     target = TwinTarget(env={})
     session = target.start({})
     try:
-        proc = _run_live({"STEPGRAPH_LIVE": "1", "TEST_NODE": "gpu-node-404", "KUBECONFIG": session.kubeconfig})
+        proc = _run_live(pytester, monkeypatch, {"STEPGRAPH_LIVE": "1", "TEST_NODE": "gpu-node-404", "KUBECONFIG": session.kubeconfig})
     finally:
         target.twin.stop()
-    assert proc.returncode == 2
-    assert "TEST_NODE='gpu-node-404' is not a node of this cluster" in proc.stdout + proc.stderr
+    assert proc.ret == 2
+    assert "TEST_NODE='gpu-node-404' is not a node of this cluster" in proc.stdout.str() + proc.stderr.str()
 
 
 @pytest.mark.parametrize(("world", "path"), [("path-a", "path-a"), ("path-b", "path-b")])

@@ -27,7 +27,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_a_broken_file_stops_the_run_with_its_message_and_exit_2(project: pytest.Pytester) -> None:
-    result = project.runpytest_subprocess("--target", "local", "--stepgraph-reports", "reports", "-p", "no:cacheprovider")
+    result = project.runpytest_inprocess("--target", "local", "--stepgraph-reports", "reports", "-p", "no:cacheprovider")
     output = result.stdout.str() + result.stderr.str()
     assert result.ret == 2, output
     assert MESSAGE in output and "Traceback" not in output
@@ -35,7 +35,7 @@ def test_a_broken_file_stops_the_run_with_its_message_and_exit_2(project: pytest
 
 
 def test_the_rest_runs_with_continue_on_collection_errors(project: pytest.Pytester) -> None:
-    result = project.runpytest_subprocess(
+    result = project.runpytest_inprocess(
         "--target", "local", "--stepgraph-reports", "reports", "--continue-on-collection-errors", "-p", "no:cacheprovider"
     )
     output = result.stdout.str()

@@ -177,7 +177,7 @@ def test_a_cleanup_within_its_bound_runs_everything() -> None:
 
 @pytest.mark.parametrize("value", ["0", "nan", "1e9", "soon"])
 def test_a_cleanup_timeout_that_is_no_bound_is_refused_with_one_line(pytester: pytest.Pytester, value: str) -> None:
-    result = pytester.runpytest_subprocess(f"--cleanup-timeout={value}")
+    result = pytester.runpytest_inprocess(f"--cleanup-timeout={value}")
     assert result.ret == 2
     said = result.stdout.str() + result.stderr.str()
     assert f"stepgraph: --cleanup-timeout {value!r} — give seconds, more than 0 and at most 86400" in said

@@ -1,4 +1,4 @@
-"""What a reviewer reads when a scenario fails (pytester, a subprocess per run): one block with
+"""What a reviewer reads when a scenario fails (pytester, a run in this process): one block with
 the step's file:line:col and text, expected against observed per GPU, the last observations
 with their clock times, and no framework frames; the gherkin reporter names the failing step
 and a skipped scenario's reason."""
@@ -54,7 +54,7 @@ def run(pytester: pytest.Pytester) -> pytest.RunResult:
     pytester.makepyfile(reclib=LIBRARY, conftest="import reclib  # noqa: F401\n")
     (pytester.path / "scenarios").mkdir()
     (pytester.path / "scenarios" / "f.feature").write_text(FEATURE)
-    return pytester.runpytest_subprocess("--target", "local", "--gherkin-terminal-reporter", "-vv", "-p", "no:cacheprovider")
+    return pytester.runpytest_inprocess("--target", "local", "--gherkin-terminal-reporter", "-vv", "-p", "no:cacheprovider")
 
 
 def test_a_failed_check_is_one_block_without_framework_frames(run: pytest.RunResult) -> None:

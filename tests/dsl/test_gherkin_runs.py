@@ -1,5 +1,5 @@
-"""Data tables, doc strings, rules and outline rows through pytest-bdd (pytester, a subprocess per
-run): the step receives the typed table, rule backgrounds run, rows are selected by their own id
+"""Data tables, doc strings, rules and outline rows through pytest-bdd (pytester, runs in this
+process): the step receives the typed table, rule backgrounds run, rows are selected by their own id
 and named in plain ASCII."""
 
 from __future__ import annotations
@@ -84,16 +84,16 @@ def log(pytester: pytest.Pytester) -> list[str]:
 
 
 def test_tables_doc_strings_and_rule_backgrounds_reach_the_steps(project: pytest.Pytester) -> None:
-    result = project.runpytest_subprocess("--target", "local", "-k", "table", "--strict-markers")
+    result = project.runpytest_inprocess("--target", "local", "-k", "table", "--strict-markers")
     result.assert_outcomes(passed=1)
     assert log(project) == ["say feature", "say rule", "table 0=300 W,1=250 W", "doc one/two"]
 
 
 def test_outline_rows_have_their_own_id_and_readable_names(project: pytest.Pytester) -> None:
-    result = project.runpytest_subprocess("--target", "local", "-m", "id:O1.2", "-v", "--strict-markers")
+    result = project.runpytest_inprocess("--target", "local", "-m", "id:O1.2", "-v", "--strict-markers")
     result.assert_outcomes(passed=1, deselected=2)
     result.stdout.fnmatch_lines(["*qa.feature::test_rows[[]O1.2[]] PASSED*"])
     assert log(project) == ["say feature", "say 300"]
-    collected = project.runpytest_subprocess("--target", "local", "--collect-only", "-q", "-m", "fast")
+    collected = project.runpytest_inprocess("--target", "local", "--collect-only", "-q", "-m", "fast")
     collected.stdout.fnmatch_lines(["*test_rows[[]O1.1[]]", "*test_rows[[]O1.2[]]"])
     assert "\\x" not in collected.stdout.str()

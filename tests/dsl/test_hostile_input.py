@@ -176,7 +176,7 @@ def test_pytest_collection_gives_the_same_lines_and_no_traceback(pytester: pytes
     for name in COLLECTED:
         (pytester.path / name).write_bytes(CASES[name][0].encode("utf-8"))
     pytester.makeini("[pytest]\nstepgraph_paths = .\n")
-    result = pytester.runpytest_subprocess("--target", "local", "-p", "no:cacheprovider")
+    result = pytester.runpytest_inprocess("--target", "local", "-p", "no:cacheprovider")
     output = result.stdout.str() + result.stderr.str()
     assert result.ret == 2, output
     assert "Traceback" not in output and "INTERNALERROR" not in output

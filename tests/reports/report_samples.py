@@ -129,4 +129,9 @@ SAMPLE_MODES = {"single-process": ["--cucumberjson=bdd.json"], "xdist-2-workers"
 
 
 def run_sample(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    """The sample's pytest run, in this process (from a fresh process's state: tests/conftest.py).
+    A pytest-xdist run gets a process of its own: its controller's execnet gateways and worker
+    bookkeeping are state that the in-process runs do not reset."""
+    if "-n" in args:
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    return pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
