@@ -55,13 +55,13 @@ run-process: $(LINKS)
 test: $(LINKS)
 	@$(MAKE) --no-print-directory --jobs=3 --output-sync=target --keep-going test-code test-pytest wheel-smoke
 
-test-code:
+test-code: $(LINKS)
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/deptry .
 	$(MYPY)
 
-test-pytest:
+test-pytest: $(LINKS)
 	$(BIN)/pytest tests -q -p no:cacheprovider -n auto --dist loadgroup
 
 # mypy (with the pydantic plugin, configured in pyproject.toml) over the four packages, as the
