@@ -78,8 +78,7 @@ def read_until(ws, text: str, timeout: float = 20.0) -> str:
     seen = ""
     deadline = time.monotonic() + timeout
     while text not in seen and time.monotonic() < deadline and ws.is_open():
-        ws.update(timeout=1)
-        seen += ws.read_stdout()
+        seen += ws.read_stdout(timeout=1)  # without a timeout the client waits for data forever
     assert text in seen, f"{text!r} not in {seen!r}"
     return seen
 

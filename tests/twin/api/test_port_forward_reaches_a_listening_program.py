@@ -77,13 +77,13 @@ def test_each_port_carries_bytes_both_ways_and_a_closed_port_reports_refused(twi
     pf = portforward(core.connect_get_namespaced_pod_portforward, "echo", "default", ports="1234,1235,1236")
     assert pf.connected
     first, second = pf.socket(1234), pf.socket(1235)
-    first.setblocking(True)
-    second.setblocking(True)
+    first.settimeout(20)  # every wait below is bounded, whatever the server does
+    second.settimeout(20)
     assert exchange(first, b"to 1234") == b"to 1234"
     assert exchange(second, b"to 1235") == b"to 1235"
 
     closed = pf.socket(1236)
-    closed.setblocking(True)
+    closed.settimeout(20)
     assert closed.recv(1024) == b""
     message = pf.error(1236)
     assert message.startswith("error forwarding port 1236 to pod ")
@@ -101,7 +101,7 @@ def test_the_forward_ends_when_the_program_closes_its_connection(twin, core):
     echo_pod(core, "closer", 4000)
     pf = portforward(core.connect_get_namespaced_pod_portforward, "closer", "default", ports="4000")
     sock = pf.socket(4000)
-    sock.setblocking(True)
+    sock.settimeout(20)
     sock.sendall(b"bye\n")
     assert sock.recv(1024) == b""
     until(lambda: not pf.connected, "the websocket closed once its only forward ended")
@@ -113,7 +113,7 @@ def test_a_container_without_a_process_listens_nowhere(core, make_pod, twin):
     until(lambda: core.read_namespaced_pod("plain", "default").status.phase == "Running", "plain running")
     pf = portforward(core.connect_get_namespaced_pod_portforward, "plain", "default", ports="80")
     sock = pf.socket(80)
-    sock.setblocking(True)
+    sock.settimeout(20)
     assert sock.recv(1024) == b""
     assert "failed to connect to localhost:80 inside namespace" in pf.error(80)
 
