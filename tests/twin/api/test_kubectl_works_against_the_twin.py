@@ -1,4 +1,5 @@
-"""kubectl (when installed) against the twin: apply with server-side field validation, get, exec."""
+"""kubectl (when installed) against the twin: apply with server-side field validation, get, exec
+(also with stdin)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ def test_apply_get_and_exec(twin):
     assert out.returncode == 0 and out.stdout == "from-kubectl\n"
     missing = kubectl(twin, "exec", "k", "--", "nvidia-smi")
     assert missing.returncode != 0 and "executable file not found" in missing.stderr
+    # stdin piped through `exec -i` (kubectl ≥ 1.30 streams it over v5 websockets and closes it)
+    shell = kubectl(twin, "exec", "-i", "k", "--", "sh", stdin="echo one\nfalse\nexit 4\necho never\n")
+    assert (shell.stdout, shell.returncode) == ("one\n", 4)
+    assert "command terminated with exit code 4" in shell.stderr
 
 
 def test_apply_rejects_unknown_fields_through_strict_server_validation(twin):
