@@ -37,7 +37,9 @@ def main(argv: list[str] | None = None) -> int:
             command = [str(stepgraph), "run", "--reports", tmp, "--jobs", str(options.jobs),
                        *[a for w in WORLDS for a in ("--world", w)], "--", "--gherkin-terminal-reporter", "-vv"]
             load = os.getloadavg()[0]
-            done = run_process(command, ROOT, check=False)
+            # As the Makefile's `run` target: Python's default of keeping bytecode caches.
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            done = run_process(command, ROOT, env, check=False)
             walls.append(done.wall_s)
             cpus.append(done.cpu_s)
             summary = [line for line in done.output.splitlines() if line.startswith("stepgraph trace:")]
