@@ -97,8 +97,10 @@ def test_a_command_line_that_would_skip_the_view_keeps_the_container_waiting_and
     body = tiny_pod("isolated")
     body["spec"]["containers"][0]["command"] = ["python3", "-I", "/app/tiny_program.py"]
     core.create_namespaced_pod("default", body)
-    waiting = eventually(lambda: status(core, "isolated").state.waiting and status(core, "isolated").state.waiting.reason
-                         == "CreateContainerConfigError" and status(core, "isolated").state.waiting)
+    def refused():  # one read per look: the kubelet retries the start, so the state moves between reads
+        state = status(core, "isolated").state
+        return state.waiting if state.waiting and state.waiting.reason == "CreateContainerConfigError" else None
+    waiting = eventually(refused)
     assert "'-I' makes Python skip the twin's start-up hook" in waiting.message
     assert list((twin.processes.node_view().folder / "c").iterdir()) == []  # the refused start's view is gone
 
