@@ -33,8 +33,9 @@ $(LINKS): $(STAMP) $(FILES)
 
 # Python keeps compiled modules (and pytest its assertion-rewritten ones) in __pycache__ unless
 # told not to: a shell that sets PYTHONDONTWRITEBYTECODE makes every run compile every module of
-# the package and of each pytest plugin again. The catalog run and the benchmarks keep the default.
-run bench: export PYTHONDONTWRITEBYTECODE :=
+# the package and of each pytest plugin again. The catalog run, the tests and the benchmarks keep
+# the default.
+run bench test: export PYTHONDONTWRITEBYTECODE :=
 
 run: $(LINKS)
 	$(BIN)/stepgraph run --reports reports $(WORLDS:%=--world %) -- --gherkin-terminal-reporter -vv
