@@ -7,47 +7,18 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
+from echo_ports import REAL_CLOCK_TWIN, serve_echo_ports, until
 from kubernetes.stream import stream
 from kubernetes.stream.ws_client import RESIZE_CHANNEL
 
-from stepgraph.twin import NodeConfig, Twin
-from stepgraph.twin.process.runtime import ContainerMatch, Program
-
-PROGRAMS = Path(__file__).with_name("programs")
+pytestmark = REAL_CLOCK_TWIN
 
 
-@pytest.fixture
-def twin():
-    with Twin(clock="real", node=NodeConfig(startup_delay=0.0)) as t:
-        t.processes.register(t.workloads, "echo-ports", ContainerMatch(image="echo-ports"),
-                             Program(root=PROGRAMS, mount="/app"))
-        yield t
-
-
-@pytest.fixture
-def core(twin):
-    api = twin.api_client()
-    try:
-        yield client.CoreV1Api(api)
-    finally:
-        api.close()
-
-
-def until(check, what: str, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if result := check():
-                return result
-        except ApiException:
-            pass  # e.g. the log of a container still being created
-        time.sleep(0.02)
-    raise AssertionError(f"{what} did not happen within {timeout} s")
+@pytest.fixture(autouse=True)
+def echo_ports(twin):
+    serve_echo_ports(twin)
 
 
 @pytest.fixture

@@ -10,47 +10,18 @@ import shutil
 import socket
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
-from kubernetes import client
+from echo_ports import REAL_CLOCK_TWIN, serve_echo_ports, until
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import portforward
 
-from stepgraph.twin import NodeConfig, Twin
-from stepgraph.twin.process.runtime import ContainerMatch, Program
-
-PROGRAMS = Path(__file__).with_name("programs")
+pytestmark = REAL_CLOCK_TWIN
 
 
-@pytest.fixture
-def twin():
-    with Twin(clock="real", node=NodeConfig(startup_delay=0.0)) as t:
-        t.processes.register(t.workloads, "echo-ports", ContainerMatch(image="echo-ports"),
-                             Program(root=PROGRAMS, mount="/app"))
-        yield t
-
-
-@pytest.fixture
-def core(twin):
-    api = twin.api_client()
-    try:
-        yield client.CoreV1Api(api)
-    finally:
-        api.close()
-
-
-def until(check, what: str, timeout: float = 20.0):
-    """Poll `check` in real time (the program runs in it) until it is truthy."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if result := check():
-                return result
-        except ApiException:
-            pass  # e.g. the log of a container still being created
-        time.sleep(0.02)
-    raise AssertionError(f"{what} did not happen within {timeout} s")
+@pytest.fixture(autouse=True)
+def echo_ports(twin):
+    serve_echo_ports(twin)
 
 
 def echo_pod(core, name: str, *ports: int) -> None:
