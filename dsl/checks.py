@@ -166,7 +166,8 @@ def _capabilities(feature: Feature, registry: Registry) -> list[Diagnostic]:
             if need not in known:
                 close = difflib.get_close_matches(need, sorted(known), n=1)
                 hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(sorted(known))}"
-                diags.append(Diagnostic(location, f"unknown capability {need!r}", hint, "capabilities"))
+                where = owner.location_of(f"needs:{need}") or location
+                diags.append(Diagnostic(where, f"unknown capability {need!r}", hint, "capabilities"))
     return diags
 
 

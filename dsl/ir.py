@@ -96,6 +96,12 @@ class Tags:
     design: tuple[str, ...] = ()
     needs: tuple[str, ...] = ()
     other: tuple[str, ...] = ()
+    #: Where each tag was written, as ("needs:nvml", location) pairs: a check on one tag points at
+    #: it, not at the line of the scenario it belongs to. Not part of the tags' meaning.
+    written_at: tuple[tuple[str, Location], ...] = field(default=(), compare=False)
+
+    def location_of(self, tag: str) -> Location | None:
+        return next((where for written, where in self.written_at if written == tag), None)
 
     def as_gherkin(self) -> list[str]:
         out = [f"id:{self.id}"] if self.id else []

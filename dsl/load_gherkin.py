@@ -41,7 +41,9 @@ def parse_tags(raw: list[str], where: Location | list[Location]) -> tuple[ir.Tag
             other.append(tag)
     if len(ids) > 1:
         diags.append(Diagnostic(places[0], f"more than one id: {', '.join(ids)}", "give each scenario one @id", "duplicates"))
-    return ir.Tags(id=ids[0] if ids else None, design=tuple(design), needs=tuple(needs), other=tuple(other)), diags
+    tags = ir.Tags(id=ids[0] if ids else None, design=tuple(design), needs=tuple(needs), other=tuple(other),
+                   written_at=tuple(zip(raw, places, strict=True)))
+    return tags, diags
 
 
 #: A Scenario Outline placeholder: `<column>`.

@@ -388,11 +388,18 @@ class _Builder:
                 self.diags.append(Diagnostic(_nearest(self.positions, (*path, "tags", i)), *problem, "tags"))
             else:
                 free.append(tag)
+        listed_needs = data.get("needs")
+        written_at = tuple(
+            (f"needs:{need}", _nearest(self.positions, (*path, "needs", i)))
+            for i, need in enumerate(listed_needs if isinstance(listed_needs, list) else [])
+            if isinstance(need, str)
+        )
         return ir.Tags(
             id=_text(data.get("id")) or None,
             design=_texts(data.get("design")),
-            needs=_texts(data.get("needs")),
+            needs=_texts(listed_needs),
             other=tuple(free),
+            written_at=written_at,
         )
 
     def scenario(self, data: dict[str, Any], path: Path_) -> ir.Scenario:

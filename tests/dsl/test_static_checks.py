@@ -64,9 +64,13 @@ def test_check4_background_bindings_are_visible_to_every_scenario(compile_source
     assert compile_source(text).ok
 
 
-def test_check5_unknown_capability(compile_source: Callable[..., CompiledFile]) -> None:
-    text = "@needs:nvm\nFeature: F\n  Scenario: S\n    Then there are 3 pods\n"
-    assert messages(compile_source(text)) == ["s.feature:2:1: unknown capability 'nvm' — did you mean 'nvml'?"]
+def test_check5_unknown_capability_points_at_its_tag(compile_source: Callable[..., CompiledFile]) -> None:
+    text = "@design:8.6.2 @needs:nvm\nFeature: F\n  Scenario: S\n    Then there are 3 pods\n"
+    assert messages(compile_source(text)) == ["s.feature:1:15: unknown capability 'nvm' — did you mean 'nvml'?"]
+    text = "Feature: F\n  @needs:k8s\n  @needs:nvm\n  Scenario: S\n    Then there are 3 pods\n"
+    assert messages(compile_source(text)) == ["s.feature:3:3: unknown capability 'nvm' — did you mean 'nvml'?"]
+    yaml_text = "title: S\nneeds:\n  - k8s\n  - nvm\nsteps:\n  - count: {count: 3}\n"
+    assert messages(compile_source(yaml_text, name="s.yaml")) == ["s.yaml:4:5: unknown capability 'nvm' — did you mean 'nvml'?"]
 
 
 def test_check5_needs_are_known_statically(compile_source: Callable[..., CompiledFile]) -> None:
@@ -172,7 +176,7 @@ def test_all_errors_of_a_file_come_at_once(compile_source: Callable[..., Compile
         "    When the GPU caps are scribbled on\n"
     )
     assert messages(compile_source(text)) == [
-        "s.feature:2:1: unknown capability 'gpuz' — known: dcgm, k8s, k8s-write, live, nvml, path-a, path-b, planner",
+        "s.feature:1:1: unknown capability 'gpuz' — known: dcgm, k8s, k8s-write, live, nvml, path-a, path-b, planner",
         "s.feature:4:5: undefined step: 'there are many pods' — closest step: t.count — 'there are {count:int} pods'",
         "s.feature:6:5: t.scribble has effects (writes-gpu-caps) but no compensation — "
         "declare compensation= in its step library so teardown can undo it",
