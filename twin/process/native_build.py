@@ -19,12 +19,13 @@ import tempfile
 from importlib.resources import files
 from pathlib import Path
 
+from ..cache_dir import cache_root
+
 NVML_LIBRARY = "libnvidia-ml.so.1"
 VIEW_LIBRARY = "libstepgraph-view.so"
 # library → its source; every build also sees the shared bridge header
 SOURCES = {NVML_LIBRARY: "libnvidia_ml.c", VIEW_LIBRARY: "view_files.c"}
 HEADERS = ("twin_bridge.h",)
-CACHE_ENV = "STEPGRAPH_CACHE_DIR"
 
 
 class NoCompiler(RuntimeError):
@@ -47,11 +48,6 @@ def compiler() -> str:
     raise NoCompiler("process containers need a C compiler to build the twin's libnvidia-ml.so.1 and its file view "
                      "for non-Python programs: none found (looked for $CC, gcc, cc) — install gcc; worlds without "
                      "process containers run as before")
-
-
-def cache_root() -> Path:
-    base = os.environ.get(CACHE_ENV) or os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "stepgraph"
 
 
 def native_library_dir() -> Path:
