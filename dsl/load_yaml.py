@@ -478,12 +478,9 @@ class _Builder:
         checks: list[ir.StepCall] = []
         for i, item in enumerate(value["together"]):
             item_path = (*items_path, i)
-            if isinstance(item, str):
-                key, params = item, None
-            elif isinstance(item, dict) and len(item) == 1:
-                key, params = next(iter(item.items()))
-            else:
+            if (step := _step_item(item)) is None:
                 continue  # the schema reported it
+            key, params = step
             if key == "expect":
                 self.diags.append(Diagnostic(self.positions[item_path], "`expect` cannot nest", "flatten it", "syntax"))
                 continue
@@ -502,12 +499,9 @@ class _Builder:
     def _calls(self, items: list[Any], path: Path_, window: Window | None) -> Iterator[ir.Step]:
         for i, item in enumerate(items):
             item_path = (*path, i)
-            if isinstance(item, str):
-                key, value = item, None
-            elif isinstance(item, dict) and len(item) == 1:
-                key, value = next(iter(item.items()))
-            else:
+            if (step := _step_item(item)) is None:
                 continue  # the schema reported it
+            key, value = step
             if key == "expect":
                 if isinstance(value, dict):
                     yield from self.expect(value, item_path, window)
@@ -561,6 +555,17 @@ class _Builder:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _step_item(item: Any) -> tuple[str, Any] | None:
+    """One item of a step list, `key` alone or `{key: params}`, as (key, params or None); None for
+    any other shape (the schema reports it)."""
+    if isinstance(item, str):
+        return item, None
+    if isinstance(item, dict) and len(item) == 1:
+        key, params = next(iter(item.items()))
+        return key, params
+    return None
 
 
 def _texts(value: Any) -> tuple[str, ...]:
