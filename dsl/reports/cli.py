@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     formats = _formats(args.format, parser)
     if args.update_lock and not args.lock:
         parser.error("--update-lock needs --lock FILE")
+    if args.base is not None and not args.base.is_dir():
+        parser.error(f"--base {args.base}: not a folder — name the folder the report's paths are read from")
     base = args.base or Path.cwd()
     try:
         docs = [parse_design_doc(path, from_base(path, base)) for path in args.design]

@@ -311,3 +311,11 @@ def test_an_expectation_whose_world_was_not_run_is_not_run_not_unmet(tmp_path: P
     assert [(e["name"], e["ran"], e["ok"]) for e in result["expectations"]] == [("stub-workers", True, True), ("DCGM pass", False, True)]
     assert code == 0  # one file declares every world; each run checks the worlds it ran
     assert "⚪ not run — DCGM pass: expected 9 passed / 3 skipped" in (tmp_path / "out" / "trace.md").read_text()
+
+
+def test_a_base_that_is_not_a_folder_is_a_usage_error(tmp_path: Path, doc: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_results(tmp_path / "r.json", [record("B1")])
+    with pytest.raises(SystemExit) as exit_:
+        trace(tmp_path, "--design", str(doc), "--results", str(run), "--base", str(tmp_path / "typo"))
+    assert exit_.value.code == 2
+    assert f"--base {tmp_path / 'typo'}: not a folder — name the folder" in capsys.readouterr().err
