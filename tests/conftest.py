@@ -1,10 +1,7 @@
 """What every test folder shares: the grouping of tests for pytest-xdist, and `pytester`.
 
-Under pytest-xdist (`make test`: `-n auto --dist loadgroup`) each worker is a process of its own,
-so a result computed once per process (a module- or session-scoped fixture, a `functools.cache`
-function such as the catalog's world runs) would be computed again by every worker that runs one
-of its tests. The tests sharing such a result are therefore one group, which xdist hands to one
-worker; every other test is distributed one by one.
+Under pytest-xdist (`make test`: `-n auto --dist loadgroup`) the tests sharing a result computed
+once per process are one group, run by one worker (`xdist_groups.py`).
 
 `pytester` is the standard one, with in-process runs made as independent of the test process as
 a subprocess would be. A pytest run in the test's own process saves a second interpreter's start
@@ -23,13 +20,14 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _pytest.pytester import SysModulesSnapshot
+from xdist_groups import group_shared_results
 
 from stepgraph.dsl import REGISTRY, interrupts, phrases, runid
 
@@ -37,44 +35,9 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _TESTS = Path(__file__).resolve().parent
 
 
-def _shared_results(item: pytest.Item) -> Iterable[str]:
-    """What `item` shares with other tests of its worker: our fixtures wider than a test, and
-    cached functions of ours its module holds."""
-    info = getattr(item, "_fixtureinfo", None)
-    for name, defs in (info.name2fixturedefs.items() if info else ()):
-        fixture = defs[-1]
-        if fixture.scope != "function" and _ours(fixture.func):
-            yield f"{fixture.baseid or '.'}::{name}"
-    module = getattr(item, "module", None)
-    for value in vars(module).values() if module else ():
-        if callable(value) and hasattr(value, "cache_info") and _ours(getattr(value, "__wrapped__", None)):
-            yield f"{value.__module__}.{value.__qualname__}"
-
-
-def _ours(func: Any) -> bool:
-    code = getattr(func, "__code__", None)
-    return code is not None and Path(code.co_filename).resolve().is_relative_to(_TESTS)
-
-
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Tests connected through any shared result form one group (union-find over the results),
-    # named after its first result, so no result is computed by two workers.
-    parent: dict[str, str] = {}
-
-    def root(name: str) -> str:
-        while parent.setdefault(name, name) != name:
-            name = parent[name]
-        return name
-
-    shared = [(item, sorted(set(_shared_results(item)))) for item in items]
-    for _, names in shared:
-        for other in names[1:]:
-            a, b = root(names[0]), root(other)
-            parent[max(a, b)] = min(a, b)
-    for item, names in shared:
-        if names:
-            item.add_marker(pytest.mark.xdist_group(root(names[0])))
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    group_shared_results(config, items, _TESTS)
 
 
 @contextmanager
