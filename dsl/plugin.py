@@ -73,6 +73,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 #: Long enough for a live node's slowest honest cleanup (deletes and pod waits of 120 s each),
 #: short enough that a stuck API server ends the run.
 DEFAULT_CLEANUP_TIMEOUT_S = 600.0
+# Whether an interrupted run in this process froze the heap on its way out (see
+# `_InterruptWatch.pytest_unconfigure`): only then does the next run unfreeze it. A heap frozen by
+# whoever started this process (`stepgraph run`'s forked worlds) stays frozen, or every collection
+# of the run would walk all of it again.
+_HEAP_FROZEN_BY_INTERRUPT = [False]
 MAX_CLEANUP_TIMEOUT_S = 86400.0
 
 
@@ -92,7 +97,9 @@ def pytest_configure(config: pytest.Config) -> None:
     runid.begin(config)
     info.cleanup_budget_s = _cleanup_timeout(str(config.getoption("stepgraph_cleanup_timeout")))
     interrupts.install()  # SIGTERM too ends the run through pytest's interrupt path, cleaning up
-    gc.unfreeze()  # what an interrupted earlier run in this process froze (see pytest_unconfigure)
+    if _HEAP_FROZEN_BY_INTERRUPT[0]:
+        gc.unfreeze()  # what an interrupted earlier run in this process froze
+        _HEAP_FROZEN_BY_INTERRUPT[0] = False
     stale = tempdirs.sweep_stale()  # what killed runs left in the temp directory
     if stale:
         info.cleanup.notes.append(f"removed {len(stale)} temp folder(s) of killed runs ({', '.join(p.name for p in stale)})")
@@ -143,6 +150,7 @@ class _InterruptWatch:
             # machine between Ctrl-C and the prompt. Freezing the heap skips those walks; a later
             # run in this process unfreezes it when it starts.
             gc.freeze()
+            _HEAP_FROZEN_BY_INTERRUPT[0] = True
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
