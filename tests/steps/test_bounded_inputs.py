@@ -85,6 +85,22 @@ def test_a_manifest_that_is_not_a_stream_of_objects_is_one_error_naming_where(tm
     assert str(failure.value).startswith(str(path))
 
 
+def test_a_manifest_read_again_is_as_written_even_after_its_documents_were_edited_or_the_file_changed(tmp_path: Path) -> None:
+    path = tmp_path / "cm.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n")
+    first = load_manifest(path, "ns")
+    first[0]["data"]["k"] = "edited by a step"
+    first[0]["metadata"]["labels"] = {"run": "x"}
+    assert load_manifest(path, "other") == [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "other"}, "data": {"k": "v"}}]
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n")
+    assert [d["metadata"]["name"] for d in load_manifest(path, "ns")] == ["b"]
+    path.write_text("apiVersion: v1\nkind: [\n")
+    for _ in range(2):  # a stream that does not parse is an error every time it is read
+        with pytest.raises(ManifestError, match="YAML syntax"):
+            load_manifest(path, "ns")
+
+
 def test_temp_folders_of_a_killed_run_are_removed_by_the_next_and_live_ones_kept(tmp_path: Path) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
     dead_pid = int(dead.stdout)
