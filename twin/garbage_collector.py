@@ -99,7 +99,7 @@ class GarbageCollector:
     # -- background -----------------------------------------------------------------------
     def _current(self, dep: Dependent) -> dict | None:
         try:
-            obj = self.store.get(dep.resource, dep.namespace, dep.name)
+            obj = self.store.get(dep.resource, dep.namespace, dep.name, copy=False)  # read, never changed
         except ApiError:
             return None
         return obj if obj["metadata"]["uid"] == dep.uid else None
@@ -109,7 +109,7 @@ class GarbageCollector:
         if rtype is None:
             return True
         try:
-            owner = self.store.get(rtype, namespace if rtype.namespaced else None, ref.get("name", ""))
+            owner = self.store.get(rtype, namespace if rtype.namespaced else None, ref.get("name", ""), copy=False)
         except ApiError:
             return False
         return owner["metadata"]["uid"] == ref.get("uid")

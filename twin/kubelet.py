@@ -403,7 +403,7 @@ class Kubelet:
 
     def _patch_status(self, rec: PodRecord, status: dict) -> None:
         try:
-            self.store.patch("pods", rec.namespace, rec.name, {"status": status}, subresource="status")
+            self.store.patch("pods", rec.namespace, rec.name, {"status": status}, subresource="status", copy=False)
         except ApiError as exc:
             if exc.code != 404:
                 raise

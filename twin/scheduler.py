@@ -130,7 +130,7 @@ class Scheduler:
     def _bind(self, pod: dict, node: Node) -> None:
         md = pod["metadata"]
         self._reported.pop(md["uid"], None)
-        self.store.patch("pods", md["namespace"], md["name"], {"spec": {"nodeName": node.name}})
+        self.store.patch("pods", md["namespace"], md["name"], {"spec": {"nodeName": node.name}}, copy=False)
         self._condition(pod, "True", None, None)
         self.store.record_event(pod, "Scheduled", f"Successfully assigned {md['namespace']}/{md['name']} to {node.name}",
                                 component=SCHEDULER)
@@ -141,10 +141,10 @@ class Scheduler:
         if reason:
             cond.update(reason=reason, message=message)
         md = pod["metadata"]
-        current = self.store.get("pods", md["namespace"], md["name"])
+        current = self.store.get("pods", md["namespace"], md["name"], copy=False)
         conditions = [c for c in (current.get("status") or {}).get("conditions") or [] if c["type"] != "PodScheduled"]
         self.store.patch("pods", md["namespace"], md["name"], {"status": {"conditions": [cond, *conditions]}},
-                         subresource="status")
+                         subresource="status", copy=False)
 
 
 def _now(store: Any) -> str:

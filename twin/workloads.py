@@ -62,14 +62,16 @@ class StoreAPI(Protocol):
 
     `resource` is the plural, qualified by group for non-core kinds, as kubectl spells it:
     `"pods"`, `"configmaps"`, `"daemonsets.apps"`, `"dynamographdeployments.nvidia.com"`.
-    Objects are plain dicts (copies: mutating them changes nothing).  Errors raise
+    Objects are plain dicts (copies: mutating them changes nothing), except that `copy=False`
+    reads, and `record_event`, hand out the stored objects themselves, to be read and not changed
+    (no copy: the store never changes a stored object in place).  Errors raise
     `stepgraph.twin.apiserver.errors.ApiError` with the HTTP code a client would see.
     """
 
-    def get(self, resource: str, namespace: str | None, name: str) -> dict: ...
+    def get(self, resource: str, namespace: str | None, name: str, *, copy: bool = True) -> dict: ...
 
     def list(self, resource: str, namespace: str | None = None, *,
-             label_selector: str | None = None, field_selector: str | None = None) -> list[dict]: ...
+             label_selector: str | None = None, field_selector: str | None = None, copy: bool = True) -> list[dict]: ...
 
     def create(self, resource: str, namespace: str | None, body: dict) -> dict: ...
 

@@ -115,7 +115,7 @@ class Auth:
             checks.append(("pods", info["pod"]))
         for resource, ref in checks:
             try:
-                obj = self.store.get(resource, info.get("namespace"), ref.get("name", ""))
+                obj = self.store.get(resource, info.get("namespace"), ref.get("name", ""), copy=False)
             except ApiError:
                 return False
             if obj["metadata"]["uid"] != ref.get("uid"):

@@ -117,16 +117,18 @@ class Store:
                             copy=copy)
 
     def list(self, resource: str | ResourceType, namespace: str | None = None, *, label_selector: str | None = None,
-             field_selector: str | None = None, version: str | None = None) -> list[dict]:
+             field_selector: str | None = None, version: str | None = None, copy: bool = True) -> list[dict]:
+        """The matching objects; `copy=False`: shared with the store, not to be changed (see `out`)."""
         return self.list_with_version(resource, namespace, label_selector=label_selector,
-                                      field_selector=field_selector, version=version)[0]
+                                      field_selector=field_selector, version=version, copy=copy)[0]
 
     def list_with_version(self, resource: str | ResourceType, namespace: str | None = None, *,
                           label_selector: str | None = None, field_selector: str | None = None,
-                          version: str | None = None) -> tuple[builtins.list[dict], str]:
+                          version: str | None = None, copy: bool = True) -> tuple[builtins.list[dict], str]:
         rtype = self.rtype(resource)
         with self._lock:
-            items = [self.out(rtype, o, version) for o in self._matching(rtype, namespace, label_selector, field_selector)]
+            items = [self.out(rtype, o, version, copy=copy)
+                     for o in self._matching(rtype, namespace, label_selector, field_selector)]
             return items, str(self._rv)
 
     def list_json(self, resource: str | ResourceType, namespace: str | None = None, *,
@@ -526,11 +528,12 @@ class Store:
     # -- events ---------------------------------------------------------------------------
     def record_event(self, involved: dict, reason: str, message: str, *, type: str = "Normal",
                      component: str = "twin") -> dict:
-        """Create a core/v1 Event about `involved` in its namespace (or `default`)."""
+        """Create a core/v1 Event about `involved` in its namespace (or `default`); the Event
+        returned is the stored one (not to be changed, see `out`)."""
         ns = involved["metadata"].get("namespace") or "default"
         body = objects.event_body(involved, reason, message, type, component, self.clock.wall(), self._rng)
         try:
-            return self.create("events", ns, body)
+            return self.create("events", ns, body, copy=False)
         except ApiError:  # namespace terminating: events are best-effort, as on a real cluster
             return body
 

@@ -189,7 +189,8 @@ class PowerAgentWorkload(Workload):
             try:
                 user = self.auth.authenticate("Bearer " + self.auth.token_for_pod(ctx.pod))
                 self.auth.check(user, Request("list", "", "pods", namespace=cli.namespace))
-                return ctx.store.list("pods", cli.namespace, field_selector=f"spec.nodeName={ctx.node.name}")
+                # the agent only reads the pods (as it would a list's JSON): no copy of each
+                return ctx.store.list("pods", cli.namespace, field_selector=f"spec.nodeName={ctx.node.name}", copy=False)
             except ApiError as exc:  # as the client reports it: the agent logs and skips the cycle
                 raise PodListError(f"({exc.code}) {exc.message}") from exc
 
