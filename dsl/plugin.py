@@ -92,7 +92,15 @@ def _cleanup_timeout(text: str) -> float:
     return seconds
 
 
+#: Stepgraph runs configured and not yet unconfigured in this process: more than one while a
+#: test runs pytest in-process (pytester), inside the run of the test suite.
+_runs_configured = 0
+_FROZE = pytest.StashKey[bool]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    global _runs_configured
+    _runs_configured += 1
     info = run_info(config)
     runid.begin(config)
     info.cleanup_budget_s = _cleanup_timeout(str(config.getoption("stepgraph_cleanup_timeout")))
@@ -174,6 +182,10 @@ def _from_last_shown(excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    global _runs_configured
+    _runs_configured -= 1
+    if config.stash.get(_FROZE, False) and _runs_configured:
+        gc.unfreeze()  # a run inside a test of another run: that run's heap is collected as before
     interrupts.uninstall()
     info = config.stash.get(RUN_INFO, None)
     if info is not None and info.starting:  # a run that started a target (or began to): say what it cleaned up
@@ -227,6 +239,20 @@ def mark_order_hazards(items: list[pytest.Item]) -> None:
 
 
 HAZARDS = pytest.StashKey[list[str]]()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Freeze the heap once scenarios are collected: what is alive now (pytest, the step
+    libraries, the compiled scenarios) lives until the run ends, and every later collection of
+    garbage (the automatic ones during the run, the two pytest makes at its end to find exceptions
+    raised by finalizers, the interpreter's at exit) walks only what the run made since. The
+    garbage made so far is collected first, while pytest still reports what finalizers raise, so
+    nothing already unreachable is kept from them."""
+    if any(ITEM_SCENARIO in item.stash for item in session.items):
+        gc.collect()
+        gc.freeze()
+        session.config.stash[_FROZE] = True
 
 
 @pytest.hookimpl(tryfirst=True)

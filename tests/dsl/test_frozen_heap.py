@@ -1,0 +1,67 @@
+"""A run freezes the heap once its scenarios are collected (so that no later collection of garbage
+walks what lives until the end), and still reports every exception a finalizer raises: of garbage
+made before the freeze and of garbage made by a step."""
+
+from __future__ import annotations
+
+import pytest
+
+LIBRARY = '''
+from stepgraph.dsl import REGISTRY, Params, StepContext
+
+
+class Cycle:
+    """Unreachable only as a cycle, so only a collection of garbage finalizes it."""
+
+    def __init__(self, name: str) -> None:
+        self.itself, self.name = self, name
+
+    def __del__(self) -> None:
+        raise RuntimeError(f"the finalizer of what {self.name} made raised")
+
+
+def pytest_collection_finish(session):  # runs just before the plugin freezes the heap
+    Cycle("collection")
+
+
+@REGISTRY.when("rec.drop_cycle", "a step drops a cycle", key="drop_cycle")
+def drop(ctx: StepContext, p: Params) -> None:
+    Cycle("a step")
+'''
+
+
+def test_finalizers_of_garbage_from_before_and_after_the_freeze_are_reported(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nstepgraph_paths = scenarios\n")
+    pytester.makeconftest(LIBRARY)
+    (pytester.path / "scenarios").mkdir()
+    (pytester.path / "scenarios" / "f.feature").write_text("Feature: F\n  Scenario: S\n    When a step drops a cycle\n")
+    result = pytester.runpytest_subprocess("--target", "local", "-p", "no:cacheprovider")
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == 0, output
+    assert "RuntimeError: the finalizer of what collection made raised" in output
+    assert "RuntimeError: the finalizer of what a step made raised" in output
+
+
+NESTED = """
+import gc
+
+import pytest
+
+
+def test_a_run_inside_this_one():
+    assert pytest.main(["-q", "-p", "no:cacheprovider", "--target", "local", "-c", "inner/pytest.ini", "inner"]) == 0
+    assert gc.get_freeze_count() == 0
+"""
+
+
+def test_a_run_inside_a_test_leaves_the_heap_unfrozen(pytester: pytest.Pytester) -> None:
+    # The outer run collects no scenario, so it freezes nothing; the inner one does, and must
+    # unfreeze at its end, or the outer run's garbage from before would never be collected.
+    inner = pytester.path / "inner"
+    (inner / "scenarios").mkdir(parents=True)
+    (inner / "pytest.ini").write_text("[pytest]\nstepgraph_paths = scenarios\n")
+    (inner / "conftest.py").write_text(LIBRARY)
+    (inner / "scenarios" / "f.feature").write_text("Feature: F\n  Scenario: S\n    When a step drops a cycle\n")
+    pytester.makepyfile(test_nested=NESTED)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_nested.py")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
