@@ -6,15 +6,11 @@ loading gives back an equal IR (the round-trip tests hold this).
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
-from .ir import Feature, JointCheck, Scenario, Step, StepCall, Tags
+from .ir import Feature, JointCheck, Scenario, Step, StepCall
 
 INDENT = "  "
 
@@ -105,99 +101,6 @@ def _cell(value: Any) -> str:
 
 
 def to_yaml(feature: Feature) -> str:
-    doc = CommentedMap()
-    short = len(feature.scenarios) == 1 and feature.name == feature.scenarios[0].name and feature.tags == Tags() and not feature.description
-    if short:
-        scenario = feature.scenarios[0]
-        doc["title"] = scenario.name
-        _yaml_tags(doc, scenario.tags)
-        if scenario.description:
-            doc["description"] = scenario.description
-        if feature.background:
-            doc["background"] = _yaml_steps(feature.background)
-        doc["steps"] = _yaml_steps(scenario.steps)
-    else:
-        doc["feature"] = feature.name
-        _yaml_tags(doc, feature.tags)
-        if feature.description:
-            doc["description"] = feature.description
-        if feature.background:
-            doc["background"] = _yaml_steps(feature.background)
-        scenarios = CommentedSeq()
-        for scenario in feature.scenarios:
-            item = CommentedMap()
-            item["title"] = scenario.name
-            _yaml_tags(item, scenario.tags)
-            if scenario.description:
-                item["description"] = scenario.description
-            item["steps"] = _yaml_steps(scenario.steps)
-            scenarios.append(item)
-        doc["scenarios"] = scenarios
-    yaml = YAML()
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.width = 4096
-    out = io.StringIO()
-    yaml.dump(doc, out)
-    return out.getvalue()
+    from .render_yaml import to_yaml as render  # ruamel's emitter: only `convert --to yaml` needs it
 
-
-def _yaml_tags(node: CommentedMap, tags: Tags) -> None:
-    if tags.id:
-        node["id"] = tags.id
-    for key, values in (("design", tags.design), ("needs", tags.needs), ("tags", tags.other)):
-        if values:
-            seq = CommentedSeq(values)
-            seq.fa.set_flow_style()
-            node[key] = seq
-
-
-def _yaml_steps(calls: tuple[Step, ...]) -> CommentedSeq:
-    seq = CommentedSeq()
-    for group in _groups(calls):
-        if isinstance(group, JointCheck):
-            joint = CommentedMap()
-            joint[group.window.mode] = str(group.window.duration)
-            joint["together"] = CommentedSeq(_yaml_step(c) for c in group.checks)
-            seq.append(CommentedMap(expect=joint))
-            continue
-        window = group[0].window
-        if window is None:
-            seq += [_yaml_step(c) for c in group]
-            continue
-        expect = CommentedMap()
-        expect[window.mode] = str(window.duration)
-        expect["all"] = CommentedSeq(_yaml_step(c) for c in group)
-        seq.append(CommentedMap(expect=expect))
-    return seq
-
-
-def _groups(calls: tuple[Step, ...]) -> Iterator[list[StepCall] | JointCheck]:
-    """Consecutive checks sharing one window become one `expect`; everything else stands alone."""
-    group: list[StepCall] = []
-    for call in calls:
-        if isinstance(call, JointCheck):
-            if group:
-                yield group
-                group = []
-            yield call
-            continue
-        if group and (call.window is None or call.window != group[-1].window):
-            yield group
-            group = []
-        group.append(call)
-        if call.window is None:
-            yield group
-            group = []
-    if group:
-        yield group
-
-
-def _yaml_step(call: StepCall) -> Any:
-    params: dict[str, Any] = call.params.model_dump(mode="json", exclude_defaults=True)
-    if call.bind_as is not None:
-        params["as"] = call.bind_as
-    if not params:
-        return call.decl.key
-    body = CommentedMap(params)
-    body.fa.set_flow_style()
-    return CommentedMap({call.decl.key: body})
+    return render(feature)

@@ -17,8 +17,6 @@ import json
 from typing import Annotated, Any
 
 from pydantic import AfterValidator
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from stepgraph.dsl import CheckFailed, NoParams, Params, StepContext, given, when
 
@@ -80,6 +78,9 @@ def fault_on(ctx: StepContext, params: FaultParams) -> dict[str, Any]:
 
 
 def _yaml_value(text: str) -> str:
+    from ruamel.yaml import YAML  # the YAML parser: only a scenario that sets a fault value needs it
+    from ruamel.yaml.error import YAMLError
+
     try:
         YAML(typ="safe").load(text)
     except YAMLError as exc:
@@ -92,6 +93,8 @@ class FaultValueParams(Params):
     value: Annotated[str, AfterValidator(_yaml_value)]
 
     def parsed(self) -> Any:
+        from ruamel.yaml import YAML
+
         return YAML(typ="safe").load(self.value)
 
 

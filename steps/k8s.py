@@ -15,9 +15,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-
 from stepgraph.dsl import POD_START, CheckFailed, NamesFile, Params, Reads, Ref, StepContext, Watts, then, when
 
 from ._clients import ClusterError, NotFound, translated
@@ -110,6 +107,8 @@ def _parsed_yaml(text: str) -> list[Any]:
     applies the same few manifests in scenario after scenario, and parsing one takes 15-20 ms
     where copying its documents takes a hundredth of that. Keyed by the text itself, so an edited
     file is parsed afresh; a stream that does not parse raises each time (errors are not cached)."""
+    from ruamel.yaml import YAML  # the YAML parser: only a step that applies a manifest needs it
+
     return list(YAML(typ="safe").load_all(text))
 
 
@@ -124,6 +123,8 @@ def load_manifest(path: Path, namespace: str) -> list[dict[str, Any]]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ManifestError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}) — give a YAML manifest") from None
+    from ruamel.yaml.error import YAMLError
+
     try:
         loaded = copy.deepcopy(_parsed_yaml(text))  # a copy: the documents are edited below and by callers
     except YAMLError as exc:

@@ -1,7 +1,9 @@
-"""Loading the step libraries imports no cluster client, `stepgraph lint` of a Gherkin file
-imports neither pytest nor the YAML schema validator, and collecting the catalog starts no twin:
-the kubernetes client, urllib3, pytest, jsonschema and the twin's API server (aiohttp) each cost
-more to import than such a lint or collection takes in all, so they come on first use."""
+"""Loading the step libraries imports no cluster client and no YAML parser, `stepgraph lint` of a
+Gherkin file imports neither pytest nor a YAML parser or schema validator, the pytest plugins
+import no YAML parser or Markdown parser, and collecting the catalog starts no twin: the
+kubernetes client, urllib3, pytest, ruamel, jsonschema, markdown-it and the twin's API server
+(aiohttp) each cost a good part of what such a lint or collection takes in all, so they come on
+first use."""
 
 from __future__ import annotations
 
@@ -16,14 +18,20 @@ import sys
 from stepgraph.dsl import REGISTRY
 REGISTRY.load_entry_points()
 assert len(REGISTRY.steps) > 50, len(REGISTRY.steps)
-print(sorted({m.split('.')[0] for m in sys.modules} & {'kubernetes', 'urllib3'}))
+print(sorted({m.split('.')[0] for m in sys.modules} & {'kubernetes', 'urllib3', 'ruamel'}))
+"""
+
+IMPORT_THE_PLUGINS = """
+import sys
+import stepgraph.dsl.plugin, stepgraph.dsl.reports.plugin, stepgraph.targets.pytest_options
+print(sorted({m.split('.')[0] for m in sys.modules} & {'ruamel', 'markdown_it', 'jsonschema', 'kubernetes'}))
 """
 
 LINT_ONE_FILE = """
 import sys
 from stepgraph.dsl.cli import main
 assert main(['lint', sys.argv[1]]) == 0
-heavy = {'kubernetes', 'urllib3', 'pytest', '_pytest', 'pytest_bdd', 'jsonschema', 'prometheus_client'}
+heavy = {'kubernetes', 'urllib3', 'pytest', '_pytest', 'pytest_bdd', 'jsonschema', 'prometheus_client', 'ruamel'}
 print(sorted({m.split('.')[0] for m in sys.modules} & heavy))
 """
 
@@ -45,6 +53,10 @@ def _imported(script: str, *args: str) -> str:
 
 def test_loading_every_step_library_imports_no_cluster_client() -> None:
     assert _imported(LOAD_STEP_LIBRARIES) == "[]"
+
+
+def test_importing_the_pytest_plugins_imports_no_yaml_or_markdown_parser() -> None:
+    assert _imported(IMPORT_THE_PLUGINS) == "[]"
 
 
 def test_linting_a_gherkin_file_imports_no_test_runner_client_or_schema_validator() -> None:
