@@ -16,15 +16,19 @@ against one wording turns *suspect* when the wording changes.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
-
+from stepgraph.dsl.cache_dir import cache_root, keep, read_cached
 from stepgraph.dsl.reports.errors import InputError, read_text
+
+if TYPE_CHECKING:
+    from markdown_it.token import Token
 
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdown", ".mkd"}
 ID_HEADER_NAMES = {"id", "req", "requirement", "requirement id"}
@@ -95,6 +99,8 @@ def parse_design_doc(path: str | Path, name: str | None = None) -> DesignDoc:
 
 
 def parse_design_text(text: str, path: str = "<text>") -> DesignDoc:
+    from markdown_it import MarkdownIt  # imported here: a run whose design doc is cached never needs it
+
     tokens = MarkdownIt("commonmark").enable("table").parse(text)
     lines = text.splitlines()
     headings = _headings(tokens, len(lines))
@@ -211,5 +217,34 @@ def _first_sentence(text: str, limit: int = 90) -> str:
 
 
 def requirement_ids(path: str | Path) -> set[str]:
-    """Every id a design document defines (requirements and sections), e.g. for the DSL's static check 9."""
-    return set(parse_design_doc(path).requirements)
+    """Every id a design document defines (requirements and sections), e.g. for the DSL's static check 9.
+
+    Every run and lint asks for them, and importing the Markdown parser and reading the document
+    cost more than a lint of a small file takes in all, so the ids of a document read cleanly
+    are kept on disk, named by its bytes, its suffix and the parser's code (this module, and the
+    markdown-it release). A document that cannot be read, or is not a design document, is
+    never kept: it is read again, and reported as ever."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return set(parse_design_doc(path).requirements)
+    kept = cache_root() / "design-ids" / f"{_ids_key(data, Path(path).suffix.lower())}.json"
+    cached = read_cached(kept)
+    if cached is not None:
+        try:
+            return set(json.loads(cached))
+        except ValueError:  # a file someone else wrote there: read the document instead
+            pass
+    ids = set(parse_design_doc(path).requirements)
+    keep(kept, json.dumps(sorted(ids)).encode())
+    return ids
+
+
+def _ids_key(data: bytes, suffix: str) -> str:
+    key = hashlib.sha256(suffix.encode() + b"\0" + data)
+    key.update(Path(__file__).read_bytes())
+    key.update(Path(read_text.__code__.co_filename).read_bytes())  # how the document's bytes become text
+    spec = importlib.util.find_spec("markdown_it")  # found without being imported; its __init__ names the release
+    if spec is not None and spec.origin is not None:
+        key.update(Path(spec.origin).read_bytes())
+    return key.hexdigest()[:32]

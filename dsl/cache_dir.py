@@ -1,0 +1,46 @@
+"""Where the language keeps what it derives once from a file and reuses across runs and processes.
+
+`stepgraph/` under `$STEPGRAPH_CACHE_DIR`, else `$XDG_CACHE_HOME`, else `~/.cache` (the folder
+the twin keeps its compiled validators in; `dsl` imports nothing of the twin, so the lookup is
+its own). Everything kept here is named by a hash of all it was derived from and written whole or
+not at all (a temporary file renamed into place), so parallel runs share it without a lock; a
+folder that cannot be written only means nothing is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+CACHE_ENV = "STEPGRAPH_CACHE_DIR"
+
+
+def cache_root() -> Path:
+    base = os.environ.get(CACHE_ENV) or os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "stepgraph"
+
+
+def read_cached(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def keep(path: Path, data: bytes) -> None:
+    """`path` holds `data` whole, or is left as it was; an unwritable cache keeps nothing."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
