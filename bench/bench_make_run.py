@@ -1,18 +1,21 @@
 """`make run` (every world, one trace) → wall and CPU time, excluding the install.
 
-    .venv/bin/python bench/bench_make_run.py [--repeat N] [--jobs N]
+    .venv/bin/python bench/bench_make_run.py [--repeat N] [--jobs N] [--fresh]
 
 Runs the same command as the Makefile's `run` target (the four worlds of the test plan, merged
-reports and trace) into a temporary reports folder, N times, and prints each run's wall time, its
-CPU time (user + system of every process of the run, from `wait4`), the medians, and the
-machine's load average before each run. The box is shared: the load says how much of the wall
-time is other people's work, and the CPU time is the run's own. Virtual seconds per world:
-bench/bench_catalog.py.
+reports and trace) N times into one temporary reports folder, as `make run` writes `reports/` each
+time: every run after the first has the last one's results (its baseline, and the order its worlds
+start in, longest first). With `--fresh`, each run gets a new folder, as the first run of a fresh
+clone. It prints each run's wall time, its CPU time (user + system of every process of the run,
+from `wait4`), the medians, and the machine's load average before each run. The box is shared: the
+load says how much of the wall time is other people's work, and the CPU time is the run's own.
+Virtual seconds per world: bench/bench_catalog.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -29,11 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--fresh", action="store_true",
+                        help="each run into a new reports folder, as the first `make run` of a fresh clone")
     options = parser.parse_args(argv)
     stepgraph = Path(sys.executable).with_name("stepgraph")
     walls, cpus = [], []
-    for n in range(options.repeat):
-        with tempfile.TemporaryDirectory(prefix="bench-make-run-") as tmp:
+    with contextlib.ExitStack() as stack:
+        shared = None if options.fresh else stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-make-run-"))
+        for n in range(options.repeat):
+            tmp = shared or stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-make-run-"))
             command = [str(stepgraph), "run", "--reports", tmp, "--jobs", str(options.jobs),
                        *[a for w in WORLDS for a in ("--world", w)], "--", "--gherkin-terminal-reporter", "-vv"]
             load = os.getloadavg()[0]

@@ -245,8 +245,6 @@ def cmd_schema(args: argparse.Namespace, _: list[str]) -> int:
 
 
 def cmd_run(args: argparse.Namespace, passthrough: list[str]) -> int:
-    import pytest
-
     pytest_args = [str(p) for p in args.paths]
     missing = [p for p in args.paths if not p.exists()]
     if missing:
@@ -260,6 +258,8 @@ def cmd_run(args: argparse.Namespace, passthrough: list[str]) -> int:
         if args.nodes:
             raise UsageError("--nodes runs one world — give one --world")
         return _run_worlds(args, pytest_args, passthrough)
+    import pytest  # here: several worlds run pytest in processes of their own, not in this one
+
     if args.world:
         pytest_args += ["--target-option", f"world={args.world[0]}"]
     if args.reports:

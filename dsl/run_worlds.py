@@ -28,7 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
 
-from stepgraph.dsl.reports import cucumber, junit, results, run_reports
+# The reports (the trace's Markdown and templates among them) are imported by `run_worlds` once the
+# worlds are under way: the process serving them (`python -m` this module) never needs them.
 
 
 @dataclass(frozen=True)
@@ -100,16 +101,22 @@ def run_worlds(worlds: Sequence[str], paths: Sequence[str], pytest_args: Sequenc
     waits below outlive them, so an interrupted run leaves no twin or child behind.
     """
     started_at, started = datetime.now(UTC), time.perf_counter()
-    baseline = run_reports.keep_previous(out)
     runs = [WorldRun(w, out / "worlds" / folder_name(w)) for w in worlds]
     for run in runs:  # a file from an earlier run must not pass for this one's, even if a world never starts
         for stale in (run.results, run.output, run.folder / "exit-code"):
             stale.unlink(missing_ok=True)
     server = subprocess.Popen([sys.executable, "-m", __name__, json.dumps(
-        {"worlds": [[r.world, str(r.folder)] for r in runs], "paths": list(paths), "pytest_args": list(pytest_args),
-         "jobs": jobs})])
+        {"worlds": [[r.world, str(r.folder)] for r in start_order(runs, out / "results.json")],
+         "paths": list(paths), "pytest_args": list(pytest_args), "jobs": jobs})])
     interrupted = False
+    baseline: Path | None = None
     try:
+        # While the server imports what the worlds need (on one core), this process loads and
+        # compiles what it will need to merge and report, instead of after the last world.
+        from stepgraph.dsl.reports import cucumber, junit, results, run_reports
+
+        baseline = run_reports.keep_previous(out)
+        run_reports.prepare()
         server.wait()
     except KeyboardInterrupt:
         interrupted = True
@@ -138,6 +145,21 @@ def run_worlds(worlds: Sequence[str], paths: Sequence[str], pytest_args: Sequenc
         if trace.design else 0
     failed = [run.returncode for run in runs if run.returncode]
     return failed[0] if failed else code
+
+
+def start_order(runs: Sequence[WorldRun], last_results: Path) -> list[WorldRun]:
+    """The worlds longest first, by how long each one's scenarios took in the last run (its
+    results file in the reports folder), so that the last world to start is a short one and the
+    cores stay busy to the end; worlds the last run did not have first, then the rest as given.
+    Only the order the worlds start in: output, results and trace keep the order given."""
+    try:
+        records = json.loads(last_results.read_text(encoding="utf-8"))["scenarios"]
+        took: dict[str, float] = {}
+        for record in records:
+            took[str(record["world"])] = took.get(str(record["world"]), 0.0) + float(record.get("duration_s") or 0.0)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return list(runs)  # no last run (or not a results file): as given; the next run has one
+    return sorted(runs, key=lambda run: -took.get(folder_name(run.world), float("inf")))
 
 
 def _serve(spec: dict) -> int:
@@ -234,6 +256,8 @@ def _target_name(pytest_args: Sequence[str]) -> str | None:
 
 def merge(documents: list[dict], *, started_at: datetime, duration_s: float, args: list[str]) -> dict:
     """Several results documents → one, every record kept (each names its own target and world)."""
+    from stepgraph.dsl.reports import results
+
     records = [record for doc in documents for record in doc["scenarios"]]
     errors = [error for doc in documents for error in doc["run"].get("collection_errors", [])]
     return results.assemble(records, started_at=started_at, duration_s=duration_s, args=args, collection_errors=errors)

@@ -50,6 +50,12 @@ def _environment(autoescape: bool) -> Environment:
     return env
 
 
+def load_templates() -> None:
+    """Compile the trace's templates now rather than at their first render (the environment keeps them)."""
+    _environment(autoescape=False).get_template("trace.md")
+    _environment(autoescape=True).get_template("trace.html")
+
+
 def _markdown_inline(text: object) -> str:
     """Free text (failure messages, titles) safe inside a Markdown table cell or list item of a PR comment."""
     return (str(text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

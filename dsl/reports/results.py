@@ -37,6 +37,11 @@ def _validator() -> Any:
     return fastjsonschema.compile(schema())
 
 
+def load_validator() -> None:
+    """Compile the schema's validator now rather than at the first `load`."""
+    _validator()
+
+
 def assemble(records: list[dict[str, Any]], *, started_at: datetime, duration_s: float, args: list[str],
              collection_errors: list[dict[str, str]]) -> dict[str, Any]:
     records = sorted(records, key=lambda r: r["nodeid"])  # xdist finishes in any order; files should not

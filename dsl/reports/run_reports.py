@@ -37,6 +37,16 @@ def keep_previous(out: Path) -> Path | None:
     return previous
 
 
+def prepare() -> None:
+    """Compile now what reading results and writing the trace compile on first use (the results
+    schema's validator, the trace's templates), for a caller that has time to spare before it
+    writes them: `stepgraph run` while its worlds start."""
+    from stepgraph.dsl.reports import render, results
+
+    results.load_validator()
+    render.load_templates()
+
+
 def write_trace(out: Path, design: list[Path], *, baseline: Path | None = None, expect: Path | None = None,
                 lock: Path | None = None, base: Path | None = None) -> int:
     """`stepgraph trace` over this run's results; returns its exit code (0, 1 or 2). The trace names

@@ -85,3 +85,19 @@ def test_ctrl_c_ends_the_world_running_and_starts_no_other(tmp_path: Path) -> No
     assert not (out / "worlds" / "path-a" / "output.txt").exists() and not (out / "results.json").exists()
     with pytest.raises(ProcessLookupError):
         os.killpg(run.pid, 0)  # no process of the run is left
+
+
+def test_worlds_start_longest_first_by_the_last_run_and_as_given_without_one(tmp_path: Path) -> None:
+    from stepgraph.dsl.run_worlds import WorldRun, start_order
+
+    runs = [WorldRun(w, tmp_path / w) for w in ("path-b", "path-b-dcgm", "path-a", "new.yaml")]
+    last = tmp_path / "results.json"
+    assert [r.world for r in start_order(runs, last)] == ["path-b", "path-b-dcgm", "path-a", "new.yaml"]
+    last.write_text("{not json")
+    assert [r.world for r in start_order(runs, last)] == ["path-b", "path-b-dcgm", "path-a", "new.yaml"]
+    records = [{"world": "path-b", "duration_s": 3.0}, {"world": "path-a", "duration_s": 2.5},
+               {"world": "path-a", "duration_s": 2.5}, {"world": "path-b-dcgm", "duration_s": 4.0},
+               {"world": "gone", "duration_s": 9.0}, {"world": "path-b", "duration_s": None}]
+    last.write_text(json.dumps({"scenarios": records}))
+    # a world the last run did not have may be the longest: it starts first
+    assert [r.world for r in start_order(runs, last)] == ["new.yaml", "path-a", "path-b-dcgm", "path-b"]
