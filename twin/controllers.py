@@ -452,7 +452,7 @@ class Controllers:
 
     def _delete(self, resource: str, obj: dict) -> None:
         try:
-            self.store.delete(resource, obj["metadata"]["namespace"], obj["metadata"]["name"])
+            self.store.delete(resource, obj["metadata"]["namespace"], obj["metadata"]["name"], copy=False)
         except ApiError:
             pass  # already gone
 

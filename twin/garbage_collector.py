@@ -124,9 +124,10 @@ class GarbageCollector:
             return
         try:
             if alive:
-                self.store.patch(dep.resource, dep.namespace, dep.name, {"metadata": {"ownerReferences": alive}})
+                self.store.patch(dep.resource, dep.namespace, dep.name, {"metadata": {"ownerReferences": alive}},
+                                 copy=False)
             elif obj["metadata"].get("deletionTimestamp") is None:
-                self.store.delete(dep.resource, dep.namespace, dep.name)
+                self.store.delete(dep.resource, dep.namespace, dep.name, copy=False)
         except ApiError as exc:
             if exc.code != 404:
                 log.warning("garbage collector: %s %s/%s: %s", dep.resource, dep.namespace, dep.name, exc.message)
@@ -139,7 +140,7 @@ class GarbageCollector:
             if obj is not None and obj["metadata"].get("deletionTimestamp") is None:
                 try:
                     self.store.delete(dep.resource, dep.namespace, dep.name,
-                                      propagation="Foreground" if dep.blocks else "Background")
+                                      propagation="Foreground" if dep.blocks else "Background", copy=False)
                 except ApiError as exc:
                     if exc.code != 404:
                         raise

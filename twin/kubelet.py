@@ -211,7 +211,7 @@ class Kubelet:
         if rec is None or rec.containers[name].state != "running" or rec.containers[name].ready == bool(ready):
             return
         rec.containers[name].ready = bool(ready)
-        self._patch_status(rec, self._container_status(rec, self.store.get("pods", rec.namespace, rec.name)))
+        self._patch_status(rec, self._container_status(rec, self.store.get("pods", rec.namespace, rec.name, copy=False)))
 
     def _cdi_reject(self, rec: PodRecord, pod: dict, name: str, value: str) -> None:
         message = ("failed to create containerd task: failed to create shim task: OCI runtime create failed: could not "
@@ -236,7 +236,7 @@ class Kubelet:
         if rec.terminating:
             self._finish_termination(rec)
             return
-        pod = self.store.get("pods", rec.namespace, rec.name)
+        pod = self.store.get("pods", rec.namespace, rec.name, copy=False)  # read only
         policy = pod["spec"].get("restartPolicy", "Always")
         if policy == "Always" or (policy == "OnFailure" and code != 0):
             self._schedule_restart(rec, pod, c)
@@ -309,7 +309,7 @@ class Kubelet:
         if rec is None:
             return
         try:
-            pod = self.store.get("pods", rec.namespace, rec.name)
+            pod = self.store.get("pods", rec.namespace, rec.name, copy=False)  # read only
         except ApiError:
             return
         grace = float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)
@@ -344,7 +344,7 @@ class Kubelet:
         for t in rec.timers:
             t.cancel()
         try:
-            pod = self.store.get("pods", rec.namespace, rec.name)
+            pod = self.store.get("pods", rec.namespace, rec.name, copy=False)  # read only
         except ApiError:
             return
         if any(c.state == "terminated" for c in rec.containers.values()):
@@ -353,7 +353,7 @@ class Kubelet:
 
     def _remove(self, namespace: str, name: str) -> None:
         try:
-            self.store.delete("pods", namespace, name, grace_period_seconds=0)
+            self.store.delete("pods", namespace, name, grace_period_seconds=0, copy=False)
         except ApiError as exc:
             if exc.code != 404:
                 raise

@@ -139,10 +139,10 @@ class Operator:
 
     def _delete_pods_of(self, dgd: dict) -> None:
         namespace = dgd["metadata"]["namespace"]
-        for pod in self.store.list("pods", namespace, label_selector=f"{DGD_LABEL}={dgd['metadata']['name']}"):
+        for pod in self.store.list("pods", namespace, label_selector=f"{DGD_LABEL}={dgd['metadata']['name']}", copy=False):
             owners = pod["metadata"].get("ownerReferences") or []
             if any(o.get("kind") == "DynamoGraphDeployment" for o in owners):
                 try:
-                    self.store.delete("pods", namespace, pod["metadata"]["name"])
+                    self.store.delete("pods", namespace, pod["metadata"]["name"], copy=False)
                 except Exception:
                     continue

@@ -104,7 +104,7 @@ class Planner:
         if not self.config.enable_power_awareness:
             return
         try:
-            spec = self.store.get(DGD_RESOURCE, self.namespace, self.dgd).get("spec") or {}
+            spec = self.store.get(DGD_RESOURCE, self.namespace, self.dgd, copy=False).get("spec") or {}
         except Exception as exc:
             self.log(f"WARNING Could not read DGD {self.dgd}: {exc}")
             return
@@ -130,7 +130,7 @@ class Planner:
         if service is None:
             return []
         selector = f"{DGD_LABEL}={self.dgd},{COMPONENT_LABEL}={service}"
-        return self.store.list("pods", self.namespace, label_selector=selector)
+        return self.store.list("pods", self.namespace, label_selector=selector, copy=False)  # read, then patched by name
 
     def _apply_branch(self, services: dict, sub: str, limit: int | None) -> None:
         if limit is None:

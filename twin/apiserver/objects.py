@@ -365,8 +365,10 @@ def updated(rtype: ResourceType, old: dict, body: dict, subresource: str | None)
             md.pop(k, None)
     has_status = "status" in rtype.subresources
     if subresource == "status":
-        kept = copy_tree(old) if rtype.key in WORKLOADS else {**old, "metadata": copy_tree(old["metadata"])}
-        kept["status"] = new.get("status", {})  # metadata and spec stay as they were, as on a real server
+        # Metadata and spec stay as they were, as on a real server: the metadata is a new dict of
+        # the stored values (the write sets resourceVersion, managedFields on it, never inside them).
+        kept = copy_tree(old) if rtype.key in WORKLOADS else {**old, "metadata": dict(old["metadata"])}
+        kept["status"] = new.get("status", {})
         return kept
     if has_status and "status" in old:
         new["status"] = copy_tree(old["status"]) if rtype.key in WORKLOADS else old["status"]

@@ -153,14 +153,15 @@ def validate(group: str, version: str, kind: str, obj: dict, *,
     """(invalid causes as (reason, field, message), unknown field paths) for a built-in kind.
 
     `valid_before`: an object that passed this same check (kind and version). A top-level field
-    `obj` shares with it (the very same value, not an equal one: `True == 1`) is not checked
-    again, where the kind's schema checks its fields one by one (see `_fieldwise`)."""
+    `obj` shares with it (the very same value, not an equal one: `True == 1`; or a mapping of the
+    very same values under the same keys) is not checked again, where the kind's schema checks its
+    fields one by one (see `_fieldwise`)."""
     name = definition_name(group, version, kind)
     if name is None:
         return [], []
     checked = obj
     if valid_before is not None and (required := _fieldwise(name)) is not None:
-        checked = {k: v for k, v in obj.items() if k in required or v is not valid_before.get(k, _ABSENT)}
+        checked = {k: v for k, v in obj.items() if k in required or not _same(v, valid_before.get(k, _ABSENT))}
     try:
         _compiled(name)(checked)
     except fastjsonschema.JsonSchemaValueException:
@@ -169,6 +170,16 @@ def validate(group: str, version: str, kind: str, obj: dict, *,
 
 
 _ABSENT = object()
+
+
+def _same(value: Any, before: Any) -> bool:
+    """`value` is `before`, or a dict holding the very objects `before` holds under the same keys
+    (a status write's copy of the stored metadata): JSON Schema judges content, so it passes too."""
+    if value is before:
+        return True
+    if type(value) is not dict or type(before) is not dict or len(value) != len(before):
+        return False
+    return all(k in before and before[k] is v for k, v in value.items())
 # An object schema made of only these keywords is a conjunction over the object's fields: each
 # field against its property's schema (or additionalProperties), plus the required ones present.
 _FIELDWISE_KEYWORDS = frozenset({"type", "properties", "additionalProperties", "required"})

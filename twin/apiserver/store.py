@@ -278,9 +278,9 @@ class Store:
     def delete(self, resource: str | ResourceType, namespace: str | None, name: str, *,
                grace_period_seconds: int | None = None, preconditions: dict | None = None,
                propagation: str | None = None, version: str | None = None,
-               dry_run: bool = False) -> tuple[dict, bool]:
+               dry_run: bool = False, copy: bool = True) -> tuple[dict, bool]:
         """Delete; returns (the object as last seen — with its deletionTimestamp when it stays —,
-        whether it is gone already)."""
+        whether it is gone already); `copy=False`: that object shared with the store (see `out`)."""
         rtype = self.rtype(resource)
         with self._lock:
             ns = namespace if rtype.namespaced else None
@@ -290,7 +290,7 @@ class Store:
                     pre.get("resourceVersion") not in (None, obj["metadata"]["resourceVersion"]):
                 raise ApiError(409, f'Precondition failed for {rtype.plural} "{name}"', "Conflict")
             if dry_run:
-                return self.out(rtype, obj, version), False
+                return self.out(rtype, obj, version, copy=copy), False
             policy = propagation or objects.DEFAULT_PROPAGATION.get(rtype.key, "Background")
             if policy not in PROPAGATION_FINALIZERS and policy != "Background":
                 raise bad_request(f'DeletionPropagation "{policy}" is not supported: must be one of '
@@ -299,7 +299,7 @@ class Store:
             # Still there (marked) → as it is now; gone — at once, or as its last contents went
             # (a namespace) — → as it was last seen.
             after = self._bucket(rtype).get((ns or "", name))
-            last = self.out(rtype, after if after is not None and not gone else obj, version)
+            last = self.out(rtype, after if after is not None and not gone else obj, version, copy=copy)
         self._drain()
         return last, gone
 
