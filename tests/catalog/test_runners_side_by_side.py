@@ -31,8 +31,12 @@ def twin():
 
 
 def _live_run(twin, node: str, namespace: str, reports: Path) -> subprocess.Popen:
+    # A temp folder of its own: a run removes the temp folders of killed runs it finds there, and
+    # the machine's /tmp may hold those of other tests (a SIGKILL test) or other checkouts' runs.
+    tmp = reports / "tmp"
+    tmp.mkdir(parents=True)
     env = {**os.environ, "STEPGRAPH_LIVE": "1", "TEST_NODE": node, "STEPGRAPH_PIN_NODE": "1",
-           "KUBECONFIG": str(twin.kubeconfig_path), "STEPGRAPH_RUN_NAMESPACE": namespace}
+           "KUBECONFIG": str(twin.kubeconfig_path), "STEPGRAPH_RUN_NAMESPACE": namespace, "TMPDIR": str(tmp)}
     return subprocess.Popen([sys.executable, "-m", "stepgraph.dsl.cli", "run", str(FEATURE), "--reports", str(reports),
                              "--", "--target", "live", "-q", "-p", "no:cacheprovider"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
