@@ -6,6 +6,7 @@ Each run starts its own twin from a world, so fault switches and worlds never le
 from __future__ import annotations
 
 import functools
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,12 +22,16 @@ class CatalogRun:
     returncode: int
     outcomes: dict[str, dict[str, str]]
     output: str
+    passed: int = 0  # tests passed, as pytest's summary counts them
+    warnings: tuple[str, ...] = ()  # "Category: message" of every warning pytest recorded
+    reports: Path | None = None  # the folder of the run's third-party reports, if it wrote them
 
     def ids(self, outcome: str) -> set[str]:
         return {i for i, r in self.outcomes.items() if r["outcome"] == outcome}
 
 
-def run_catalog(*args: str, files: tuple[str, ...] = (), plugins: tuple[object, ...] = ()) -> CatalogRun:
+def run_catalog(*args: str, files: tuple[str, ...] = (), plugins: tuple[object, ...] = (),
+                reports: Path | None = None) -> CatalogRun:
     """`pytest <files or the whole catalog> <args>` in this process, on the twin by default.
 
     In-process keeps a run to its own work (no interpreter start, no re-import); every run still
@@ -39,7 +44,7 @@ def run_catalog(*args: str, files: tuple[str, ...] = (), plugins: tuple[object, 
         plugins=[recorder, *plugins],
     )
     text = "\n".join(r["text"] for r in recorder.results.values() if r["text"]) + "".join(recorder.exits)
-    return CatalogRun(int(code), dict(recorder.results), text)
+    return CatalogRun(int(code), dict(recorder.results), text, recorder.passed, tuple(recorder.warnings), reports)
 
 
 WORLD_ARGS = {
@@ -50,13 +55,26 @@ WORLD_ARGS = {
 }
 
 
+_FOLDERS: list[tempfile.TemporaryDirectory] = []  # removed when the process ends
+
+
 @functools.cache
 def world_runs() -> dict[str, CatalogRun]:
-    """The whole catalog once per §1.1 combination, shared by every test module of this process."""
-    return run_many({name: {"args": args} for name, args in WORLD_ARGS.items()})
+    """The whole catalog once per §1.1 combination, shared by every test module of this process.
+
+    The default world's run also writes what tools reading pytest-bdd's view of a run read (Allure
+    results, pytest-bdd's Cucumber JSON) into its `reports` folder, and is strict about
+    ResourceWarning, for the tests of those tools."""
+    _FOLDERS.append(tempfile.TemporaryDirectory(prefix="stepgraph-world-runs-"))
+    reports = Path(_FOLDERS[-1].name)
+    jobs: dict[str, dict] = {name: {"args": args} for name, args in WORLD_ARGS.items()}
+    jobs["path-b-nvml"] = {"reports": reports, "args": [*WORLD_ARGS["path-b-nvml"], f"--alluredir={reports / 'allure'}",
+                                                        f"--cucumberjson={reports / 'bdd.json'}", "-W", "error::ResourceWarning"]}
+    return run_many(jobs)
 
 
 def run_many(jobs: dict[str, dict]) -> dict[str, CatalogRun]:
     """Several `run_catalog(**job)`, one after the other, keyed like `jobs`."""
-    return {key: run_catalog(*job.get("args", ()), files=job.get("files", ()), plugins=job.get("plugins", ()))
+    return {key: run_catalog(*job.get("args", ()), files=job.get("files", ()), plugins=job.get("plugins", ()),
+                             reports=job.get("reports"))
             for key, job in jobs.items()}

@@ -1,6 +1,8 @@
-"""A pytest plugin object for catalog runs: scenario id → outcome and failure text."""
+"""A pytest plugin object for catalog runs: scenario id → outcome and failure text; the warnings."""
 
 from __future__ import annotations
+
+import warnings
 
 import pytest
 
@@ -13,8 +15,14 @@ class OutcomeRecorder:
     def __init__(self) -> None:
         self.results: dict[str, dict[str, str]] = {}
         self.exits: list[str] = []
+        self.passed = 0  # tests whose call passed, as pytest's summary counts them
+        self.warnings: list[str] = []  # category and message of every warning pytest recorded
+
+    def pytest_warning_recorded(self, warning_message: warnings.WarningMessage) -> None:
+        self.warnings.append(f"{warning_message.category.__name__}: {warning_message.message}")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.passed += report.when == "call" and report.passed
         ids = [k.removeprefix("id:") for k in report.keywords if k.startswith("id:")]
         key = ids[0] if ids else report.nodeid
         if report.when != "call" and report.outcome == "passed":
