@@ -180,15 +180,37 @@ def leftover_policy(ctx: StepContext) -> str:
     return str(ctx.session.facts.get("leftovers", "remove"))
 
 
+def _as_json(_client: Any, data: Any) -> Any:
+    """The dynamic client's answer as the JSON it is (its `serializer`): these steps read a few
+    fields of it, and the default wraps every field in a ResourceInstance that `.to_dict()` then
+    unwraps again."""
+    return data
+
+
 def _owner(resource: Any, ref: ObjectRef) -> str | None:
     """The run that created the object `ref` names ("" for none), or None when it does not exist."""
     try:
-        found = resource.get(name=ref.name, namespace=ref.namespace)
+        found = resource.get(name=ref.name, namespace=ref.namespace, serializer=_as_json)
     except _dynamic_api_error() as exc:
         if exc.status == 404:
             return None
         raise ClusterError(f"read {ref}: {exc.status} {exc.summary()}") from exc
-    return RunStamp.of(found.to_dict().get("metadata") or {})
+    return RunStamp.of(found.get("metadata") or {})
+
+
+def _present(ctx: StepContext, refs: list[ObjectRef], *, label_selector: str | None = None) -> set[ObjectRef]:
+    """Those of `refs` the API has (with `label_selector`: those it has with that label), one
+    list request per kind and namespace rather than one read per object."""
+    present: set[ObjectRef] = set()
+    for api_version, kind, ns in dict.fromkeys((r.api_version, r.kind, r.namespace) for r in refs):
+        try:
+            items = _resource(ctx, api_version, kind).get(
+                namespace=ns, label_selector=label_selector, serializer=_as_json).get("items") or []
+        except _dynamic_api_error() as exc:
+            raise ClusterError(f"list {kind}: {exc.status} {exc.summary()}") from exc
+        names = {item["metadata"]["name"] for item in items}
+        present |= {r for r in refs if (r.api_version, r.kind, r.namespace) == (api_version, kind, ns) and r.name in names}
+    return present
 
 
 def apply_documents(
@@ -227,7 +249,7 @@ def apply_documents(
 def _create(ctx: StepContext, resource: Any, doc: dict[str, Any], ref: ObjectRef, refs: list[ObjectRef], *, owned: bool) -> None:
     c = cluster(ctx)
     try:
-        resource.create(body=doc, namespace=ref.namespace)
+        resource.create(body=doc, namespace=ref.namespace, serializer=_as_json)
         return
     except _dynamic_api_error() as exc:
         if exc.status != 409:
@@ -255,22 +277,20 @@ def delete_objects(ctx: StepContext, refs: list[ObjectRef], *, only_created: boo
     deleted, and only while the object still carries this run's label — a create that never
     landed must not take down an object someone else made under that name."""
     run = cluster(ctx).run.id
-    doomed = []
-    for ref in reversed(refs):
-        if only_created and not ref.created:
-            continue
-        resource = _resource(ctx, ref.api_version, ref.kind)
-        if only_created and _owner(resource, ref) != run:
-            continue  # gone already, or not ours
-        doomed.append(ref)
+    doomed = [ref for ref in reversed(refs) if ref.created or not only_created]
+    if only_created and doomed:
+        ours = _present(ctx, doomed, label_selector=f"{RUN_LABEL}={run}")
+        doomed = [ref for ref in doomed if ref in ours]  # the others are gone already, or not ours
+    for ref in doomed:
         try:
-            resource.delete(name=ref.name, namespace=ref.namespace)
+            _resource(ctx, ref.api_version, ref.kind).delete(name=ref.name, namespace=ref.namespace, serializer=_as_json)
         except _dynamic_api_error() as exc:
             if exc.status != 404:
                 raise ClusterError(f"delete {ref}: {exc.status} {exc.summary()}") from exc
 
     def all_gone() -> None:
-        left = [str(ref) for ref in doomed if _owner(_resource(ctx, ref.api_version, ref.kind), ref) is not None]
+        present = _present(ctx, doomed)
+        left = [str(ref) for ref in doomed if ref in present]
         if left:
             raise CheckFailed("objects still present after delete", expected="gone", observed=left)
 
@@ -287,7 +307,7 @@ def sweep_leftovers(ctx: StepContext, kinds: set[tuple[str, str, str | None]]) -
     for api_version, kind, ns in sorted(kinds, key=str):
         resource = _resource(ctx, api_version, kind)
         try:
-            items = resource.get(namespace=ns, label_selector=RUN_LABEL).to_dict().get("items") or []
+            items = resource.get(namespace=ns, label_selector=RUN_LABEL, serializer=_as_json).get("items") or []
         except _dynamic_api_error() as exc:
             raise ClusterError(f"list {kind} with label {RUN_LABEL}: {exc.status} {exc.summary()}") from exc
         for item in items:
@@ -340,7 +360,7 @@ def objects_of_this_run(ctx: StepContext) -> list[str]:
     for api_version, kind, ns in sorted(_created_kinds(ctx), key=str):
         resource = _resource(ctx, api_version, kind)
         try:
-            items = resource.get(namespace=ns, label_selector=f"{RUN_LABEL}={c.run.id}").to_dict().get("items") or []
+            items = resource.get(namespace=ns, label_selector=f"{RUN_LABEL}={c.run.id}", serializer=_as_json).get("items") or []
         except _dynamic_api_error() as exc:
             raise ClusterError(f"list {kind} of run {c.run.id}: {exc.status} {exc.summary()}") from exc
         left += [f"{kind} {item['metadata'].get('namespace') or ''}/{item['metadata']['name']}".replace(" /", " ") for item in items]
