@@ -8,18 +8,18 @@ layout before any step is bound.
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.util
+import json
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-from ruamel.yaml.reader import ReaderError
 
 from . import ir
 from .binder import gherkin_form_problem, joint_member_problem, make_call, suggest_key
 from .bindings import is_ref_text
+from .cache_dir import cache_root, keep, read_cached
 from .diagnostics import Diagnostic, Location
 from .gherkin_text import BLOCK_KEYWORDS, STEP_KEYWORDS
 from .load_gherkin import description_text
@@ -32,9 +32,10 @@ from .units import Duration
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
 
-MAX_NODES = 100_000
-MAX_DEPTH = 64
 Path_ = tuple[Any, ...]
+#: Line starts that Gherkin reads as something other than description text
+GHERKIN_LINE_STARTS = (*BLOCK_KEYWORDS, "@", "|", '"""', "```", "#")
+
 
 @functools.cache
 def _validator() -> Draft202012Validator:
@@ -43,177 +44,6 @@ def _validator() -> Draft202012Validator:
     from jsonschema import Draft202012Validator
 
     return Draft202012Validator(structure_schema())
-
-
-class _TooLarge(Exception):
-    pass
-
-
-def parse_yaml(text: str, display: str) -> tuple[Any, dict[Path_, Location], list[Diagnostic]]:
-    """Text → plain data plus the location of every node (by path), or a syntax diagnostic."""
-    too_deep = _too_deep(text, display)
-    if too_deep is not None:
-        return None, {}, [Diagnostic(too_deep, f"YAML nests deeper than {MAX_DEPTH} levels", "flatten the document", "syntax")]
-    yaml = YAML(typ="rt")
-    yaml.allow_duplicate_keys = False
-    try:
-        node = yaml.compose(text)
-        unsupported = _unsupported(node, display)
-        if unsupported is not None:
-            return None, {}, [unsupported]
-        doc = yaml.constructor.construct_document(node) if node is not None else None
-    except ReaderError as exc:
-        where = _offset_location(text, exc.position, display)
-        what = f"character U+{exc.character:04X}" if isinstance(exc.character, int) else "a character"
-        return None, {}, [Diagnostic(where, f"YAML syntax: {what} is not allowed in YAML", "remove it", "syntax")]
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display)
-        problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
-        return None, {}, [Diagnostic(where, f"YAML syntax: {problem}", _yaml_hint(problem), "syntax")]
-    except YAMLError as exc:
-        return None, {}, [Diagnostic(Location(display), f"YAML syntax: {' '.join(str(exc).split())}", "fix the YAML", "syntax")]
-    except RecursionError:
-        return None, {}, [Diagnostic(Location(display), "YAML nests too deeply", "flatten the document", "syntax")]
-    positions: dict[Path_, Location] = {(): Location(display)}
-    budget = [MAX_NODES]
-    try:
-        if _expanded_size(doc, {}) > MAX_NODES:  # measured without expanding: an alias bomb costs nothing
-            raise _TooLarge
-        data = _plain(doc, (), positions, display, budget)
-    except _TooLarge:
-        return (
-            None,
-            {},
-            [
-                Diagnostic(
-                    Location(display),
-                    f"YAML aliases expand to more than {MAX_NODES} nodes",
-                    "remove the anchors (&) and aliases (*) and write the steps out",
-                    "syntax",
-                )
-            ],
-        )
-    except RecursionError:
-        return None, {}, [Diagnostic(Location(display), "YAML nests too deeply", "flatten the document", "syntax")]
-    return data, positions, []
-
-
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-_INT_TAG = "tag:yaml.org,2002:int"
-#: Python refuses to turn longer digit strings into an int (its int-string conversion limit)
-MAX_INT_DIGITS = 4300
-#: Line starts that Gherkin reads as something other than description text
-GHERKIN_LINE_STARTS = (*BLOCK_KEYWORDS, "@", "|", '"""', "```", "#")
-
-
-def _unsupported(root: Node | None, display: str) -> Diagnostic | None:
-    """The first merge key (`<<:`) or explicit tag (`!x`, `!!python/tuple`) in the composed document.
-    Merged keys have no position of their own and hide where a step's parameters come from; a tag
-    would either build a Python object or be dropped without a word. Neither has a meaning here."""
-    seen: set[int] = set()
-    todo = [root] if root is not None else []
-    while todo:
-        node = todo.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        where = Location(display, node.start_mark.line + 1, node.start_mark.column + 1)
-        if isinstance(node, ScalarNode) and node.tag == _MERGE_TAG:
-            return Diagnostic(where, "YAML merge keys (`<<:`) are not supported", "write the keys out in this mapping", "syntax")
-        if getattr(node.ctag, "handle", None) is not None:
-            return Diagnostic(
-                where,
-                f"YAML tag `{node.ctag.handle}{node.ctag.suffix}` is not supported",
-                "remove the tag; to make a value text, quote it",
-                "syntax",
-            )
-        if isinstance(node, ScalarNode) and node.tag == _INT_TAG and len(node.value) > MAX_INT_DIGITS:
-            return Diagnostic(where, f"a number with {len(node.value)} digits", "no parameter takes a number that long; check it", "syntax")
-        if isinstance(node, MappingNode):
-            todo += [part for pair in reversed(node.value) for part in reversed(pair)]
-        elif isinstance(node, SequenceNode):
-            todo += reversed(node.value)
-    return None
-
-
-def _offset_location(text: str, offset: int, display: str) -> Location:
-    before = text[:offset]
-    return Location(display, before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1)
-
-
-def _too_deep(text: str, display: str) -> Location | None:
-    """Where flow brackets or block indentation nest past MAX_DEPTH (checked before parsing,
-    because the parser itself is slow to fail on pathological nesting)."""
-    depth = 0  # flow collections may span lines
-    for number, line in enumerate(text.splitlines(), 1):
-        indent = len(line) - len(line.lstrip(" "))
-        if indent > 2 * MAX_DEPTH:
-            return Location(display, number, indent + 1)
-        quote = ""
-        for column, char in enumerate(line, 1):
-            if quote:
-                quote = "" if char == quote else quote
-            elif char in "\"'":
-                quote = char
-            elif char == "#":
-                break
-            elif char in "[{":
-                depth += 1
-                if depth > MAX_DEPTH:
-                    return Location(display, number, column)
-            elif char in "]}":
-                depth = max(depth - 1, 0)
-    return None
-
-
-def _expanded_size(node: Any, memo: dict[int, int]) -> int:
-    """How many nodes `node` becomes once aliases are expanded; each distinct node is visited once."""
-    key = id(node)
-    if key not in memo:
-        memo[key] = 0  # a cycle counts as empty here; _plain's budget and recursion guard stop it
-        children = node.values() if isinstance(node, CommentedMap) else node if isinstance(node, CommentedSeq) else ()
-        memo[key] = 1 + sum(_expanded_size(child, memo) for child in children)
-    return memo[key]
-
-
-def _yaml_hint(problem: str) -> str:
-    if "\\t" in problem or "tab" in problem:
-        return "indent with spaces, not tabs"
-    if "duplicate key" in problem:
-        return "each key may appear once per mapping"
-    return "fix the YAML at that position"
-
-
-def _plain(node: Any, path: Path_, positions: dict[Path_, Location], display: str, budget: list[int]) -> Any:
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise _TooLarge
-    if isinstance(node, CommentedMap):
-        out = {}
-        for key in node:
-            line, col = node.lc.key(key)
-            positions[(*path, str(key))] = Location(display, line + 1, col + 1)
-            vline, vcol = node.lc.value(key)
-            positions[("value", *path, str(key))] = Location(display, vline + 1, vcol + 1)
-            out[str(key)] = _plain(node[key], (*path, str(key)), positions, display, budget)
-        return out
-    if isinstance(node, CommentedSeq):
-        out_list = []
-        for i, item in enumerate(node):
-            line, col = node.lc.item(i)
-            positions[(*path, i)] = Location(display, line + 1, col + 1)
-            out_list.append(_plain(item, (*path, i), positions, display, budget))
-        return out_list
-    if isinstance(node, bool) or node is None:
-        return node
-    if isinstance(node, int):
-        return int(node)
-    if isinstance(node, float):
-        return float(node)
-    if isinstance(node, str):
-        return str(node)
-    return str(node)  # dates and other scalars: text, so the schema can say what it expected
 
 
 def _nearest(positions: dict[Path_, Location], path: Path_) -> Location:
@@ -229,21 +59,87 @@ def _value_at(positions: dict[Path_, Location], path: Path_) -> Location:
 
 
 def load_yaml(text: str, display: str, registry: Registry) -> tuple[ir.Feature | None, list[Diagnostic]]:
-    data, positions, diags = parse_yaml(text, display)
-    if diags:
-        return None, diags
-    if not isinstance(data, dict):
-        return None, [
-            Diagnostic(
-                Location(display),
-                "a scenario file is a mapping with `title` and `steps` (or `feature` and `scenarios`)",
-                "see docs/design/language.md",
-                "syntax",
-            )
-        ]
-    diags = [_schema_diagnostic(err, positions) for err in _validator().iter_errors(data) if not _expect_rule(err)]
+    key = _structure_key(text)
+    kept = _kept_structure(key, display)
+    if kept is not None:
+        data, positions = kept
+    else:
+        from .yaml_syntax import parse_yaml  # ruamel, and jsonschema below: only a file not read before needs them
+
+        data, positions, diags = parse_yaml(text, display)
+        if diags:
+            return None, diags
+        if not isinstance(data, dict):
+            return None, [
+                Diagnostic(
+                    Location(display),
+                    "a scenario file is a mapping with `title` and `steps` (or `feature` and `scenarios`)",
+                    "see docs/design/language.md",
+                    "syntax",
+                )
+            ]
+        diags = [_schema_diagnostic(err, positions) for err in _validator().iter_errors(data) if not _expect_rule(err)]
+        if diags:
+            feature, more = _Builder(registry, positions, display, text.splitlines()).feature(data)
+            return feature, diags + more
+        _keep_structure(key, data, positions)
     feature, more = _Builder(registry, positions, display, text.splitlines()).feature(data)
-    return feature, diags + more
+    return feature, more
+
+
+# A file's text, as shown, read into plain data with the place of every node and found to have
+# the published layout: the same every time for the same text, and ruamel's pure-Python parser
+# with jsonschema (imports and all) cost most of what loading a YAML file costs. So what a text
+# cleanly reads into is kept on disk, named by the text and all that reads it: the modules of
+# this package that parse, position and check it, and the releases of ruamel.yaml, jsonschema
+# and referencing. Positions are kept as line and column, and given the name the file is shown
+# under when read back. A text with any syntax or layout error is never kept; it is read again
+# and reported as ever.
+
+_STRUCTURE_CODE = ("yaml_syntax.py", "load_yaml.py", "schema.py", "units.py", "bindings.py", "diagnostics.py")
+_STRUCTURE_RELEASES = ("ruamel.yaml-", "ruamel_yaml-", "jsonschema-", "referencing-")
+
+
+@functools.cache
+def _structure_readers() -> bytes:
+    key = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in _STRUCTURE_CODE:
+        key.update(name.encode() + b"\0" + (here / name).read_bytes())
+    releases: set[str] = set()
+    for package in ("ruamel.yaml", "jsonschema", "referencing"):
+        spec = importlib.util.find_spec(package)  # found without being imported
+        if spec is not None and spec.origin is not None:
+            folder = Path(spec.origin).parents[2 if package == "ruamel.yaml" else 1]
+            releases.update(n for n in os.listdir(folder) if n.lower().startswith(_STRUCTURE_RELEASES) and n.endswith(".dist-info"))
+    key.update("\0".join(sorted(releases)).encode())
+    return key.digest()
+
+
+def _structure_key(text: str) -> str:
+    return hashlib.sha256(_structure_readers() + text.encode()).hexdigest()[:32]
+
+
+def _structure_file(key: str) -> Path:
+    return cache_root() / "yaml-structure" / f"{key}.json"
+
+
+def _kept_structure(key: str, display: str) -> tuple[dict[str, Any], dict[Path_, Location]] | None:
+    kept = read_cached(_structure_file(key))
+    if kept is None:
+        return None
+    try:
+        found = json.loads(kept)
+        data = found["data"]
+        positions = {tuple(path): Location(display, line, column) for path, line, column in found["positions"]}
+    except (ValueError, KeyError, TypeError):  # a file someone else wrote there: read the text instead
+        return None
+    return (data, positions) if isinstance(data, dict) else None
+
+
+def _keep_structure(key: str, data: dict[str, Any], positions: dict[Path_, Location]) -> None:
+    found = {"data": data, "positions": [[list(path), where.line, where.column] for path, where in positions.items()]}
+    keep(_structure_file(key), json.dumps(found).encode())
 
 
 def _expect_rule(err: Any) -> bool:

@@ -10,8 +10,8 @@ import pytest
 from dsl_vocabulary import make_registry
 
 from stepgraph.dsl import REGISTRY
-from stepgraph.dsl.load_yaml import parse_yaml
 from stepgraph.dsl.schema import dumps, published_schema_text, scenario_schema
+from stepgraph.dsl.yaml_syntax import parse_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 
