@@ -8,13 +8,13 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import NoReturn
 
 from . import graph as graphs
 from .catalog import steps_markdown
 from .compiler import CompiledFile, compile_file, compile_paths, display_path
+from .entry_points import in_group
 from .registry import REGISTRY, Registry, StepDeclarationError
 from .render import RenderError, to_gherkin, to_yaml
 from .reports.errors import InputError
@@ -40,7 +40,7 @@ def _registry() -> Registry:
 
 
 def _extra_commands() -> dict[str, Callable[[], Callable[[list[str]], int]]]:
-    return {ep.name: ep.load for ep in entry_points(group=COMMANDS_GROUP)}  # loaded only when used
+    return {ep.name: ep.load for ep in in_group(COMMANDS_GROUP)}  # loaded only when used
 
 
 def build_parser(extra: list[str]) -> argparse.ArgumentParser:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .entry_points import in_group
 from .phrases import BIND_FIELD, Phrase, PhraseError, Window, split_window
 from .units import Duration
 
@@ -138,7 +138,7 @@ class Registry:
         if group in self.loaded_groups:
             return
         self.loaded_groups.add(group)
-        for ep in entry_points(group=group):
+        for ep in in_group(group):
             try:
                 ep.load()
             except StepDeclarationError as exc:

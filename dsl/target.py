@@ -10,10 +10,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
 from .clock import Clock, ManualClock
+from .entry_points import in_group
 from .units import DEFAULT_PLANNER_TICK_SECONDS
 
 DEFAULT_TICK_SECONDS = 15.0
@@ -109,7 +109,7 @@ class LocalTarget:
 def target_factories() -> dict[str, Callable[[], Any]]:
     """Every known target by name: the entry points, plus `local` unless one overrides it."""
     found: dict[str, Callable[[], Any]] = {"local": LocalTarget}  # a target class, or an entry point's load
-    for ep in entry_points(group=TARGET_GROUP):
+    for ep in in_group(TARGET_GROUP):
         found[ep.name] = ep.load
     return found
 
