@@ -20,6 +20,7 @@ import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from stepgraph.dsl.eventually import StepRefused
@@ -245,9 +246,15 @@ def _load_client(kubeconfig: str | None, context: str | None) -> client.ApiClien
 
     if kubeconfig:
         try:
-            return config.new_client_from_config(config_file=kubeconfig, context=context)
+            api = config.new_client_from_config(config_file=kubeconfig, context=context)
         except (ConfigException, OSError) as exc:
             raise CredentialsError(f"cannot load kubeconfig {kubeconfig}: {exc}") from exc
+        if not _can_expire(kubeconfig, context):
+            # The client re-applies the whole kubeconfig before every request (its hook for
+            # credentials that expire: a refresh when they have) — for a token that cannot
+            # expire, the same settings again, a few percent of a run's CPU.
+            api.configuration.refresh_api_key_hook = None
+        return api
     try:
         cfg = client.Configuration()
         config.load_incluster_config(client_configuration=cfg)
@@ -260,6 +267,22 @@ def _load_client(kubeconfig: str | None, context: str | None) -> client.ApiClien
                 "no Kubernetes credentials: not running in a pod "
                 f"({in_cluster_exc}) and no usable kubeconfig ({exc}) — set KUBECONFIG"
             ) from exc
+
+
+def _can_expire(kubeconfig: str, context: str | None) -> bool:
+    """Whether the user of the kubeconfig's context (its current one unless named) may hold
+    credentials that expire: only an auth-provider or an exec plugin give them an expiry; a token,
+    a token file, a client certificate or a password do not. True when that cannot be told."""
+    from ruamel.yaml import YAML
+
+    try:
+        document = YAML(typ="safe").load(Path(kubeconfig).read_text(encoding="utf-8"))
+        name = context or document["current-context"]
+        user_name = next(c["context"]["user"] for c in document["contexts"] if c["name"] == name)
+        user = next(u.get("user") or {} for u in document["users"] if u["name"] == user_name)
+    except Exception:  # not a kubeconfig the client could read either, or one that names no user
+        return True
+    return not isinstance(user, dict) or "auth-provider" in user or "exec" in user
 
 
 # -- exec ---------------------------------------------------------------------------------------

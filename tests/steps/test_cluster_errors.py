@@ -14,6 +14,7 @@ from stepgraph.steps._clients import (
     ExecError,
     Forbidden,
     NotFound,
+    _can_expire,
     api_client,
     exit_code_from_status,
     translated,
@@ -66,3 +67,31 @@ def test_status_channel_gives_the_exit_code(text: str, code: int) -> None:
 def test_status_channel_without_an_exit_code_is_an_exec_error(text: str) -> None:
     with pytest.raises(ExecError):
         exit_code_from_status(text)
+
+
+def _kubeconfig(tmp_path, user: dict) -> str:
+    path = tmp_path / "kubeconfig"
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}},
+                     {"name": "other", "context": {"cluster": "k", "user": "v"}}],
+        "users": [{"name": "u", "user": user},
+                  {"name": "v", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "true"}}}],
+    }))
+    return str(path)
+
+
+def test_a_token_that_cannot_expire_is_sent_without_reapplying_the_kubeconfig_on_every_request(tmp_path) -> None:
+    api = api_client(_kubeconfig(tmp_path, {"token": "t0ken"}))
+    assert api.configuration.refresh_api_key_hook is None
+    assert api.configuration.auth_settings()["BearerToken"]["value"] == "Bearer t0ken"
+    assert api.configuration.host == "https://127.0.0.1:1"
+
+
+def test_credentials_that_may_expire_keep_the_clients_refresh_before_each_request(tmp_path) -> None:
+    provider = {"auth-provider": {"name": "oidc", "config": {"id-token": "x", "client-id": "c", "idp-issuer-url": "https://i"}}}
+    assert _can_expire(_kubeconfig(tmp_path, provider), None)
+    assert _can_expire(_kubeconfig(tmp_path, {"token": "t"}), "other")  # the exec plugin's user
+    assert not _can_expire(_kubeconfig(tmp_path, {"token": "t"}), None)
+    assert _can_expire(str(tmp_path / "missing"), None)
