@@ -372,6 +372,9 @@ def _list(request: web.Request, store: Store, target: Target) -> web.Response:
     return web.Response(body=body.encode(), content_type="application/json")
 
 
+_WAKE = object()  # a watch's own timer, in its queue: time to end, or to send a bookmark
+
+
 def _bookmark(target: Target, rv: str, initial_end: bool = False) -> dict:
     md: dict = {"resourceVersion": rv}
     if initial_end:
@@ -419,15 +422,28 @@ async def _watch(request: web.Request, store: Store, target: Target) -> web.Stre
     if bookmarks and _flag(request, "sendInitialEvents"):  # after the initial ADDEDs, in order
         loop.call_soon(queue.put_nowait, _bookmark(target, store.resource_version, initial_end=True))
     request.app[WATCH_QUEUES_KEY].add(queue)
+    # One timer wakes the watch when it is due to end or, with bookmarks, after BOOKMARK_SECONDS
+    # without an event (an asyncio.wait_for per event made a task and a timer for every event).
+    deadline = loop.time() + timeout
+    quiet_since = loop.time()
+
+    def wake_at() -> float:
+        return min(deadline, quiet_since + BOOKMARK_SECONDS) if bookmarks else deadline
+    timer = loop.call_at(wake_at(), queue.put_nowait, _WAKE)
     try:
         await resp.prepare(request)
-        deadline = loop.time() + timeout
-        while (remaining := deadline - loop.time()) > 0:
-            try:
-                event = await asyncio.wait_for(queue.get(), min(remaining, BOOKMARK_SECONDS) if bookmarks else remaining)
-            except TimeoutError:
+        while deadline > loop.time():
+            event = await queue.get()
+            if event is _WAKE:
+                now = loop.time()
+                if now < wake_at():  # events came since the timer was set: the quiet time began again
+                    timer = loop.call_at(wake_at(), queue.put_nowait, _WAKE)
+                    continue
                 if bookmarks:  # periodically, and once more as the watch ends, as the real server does
                     await resp.write(encoding.encode(_bookmark(target, store.resource_version)))
+                    quiet_since = loop.time()
+                if now < deadline:
+                    timer = loop.call_at(wake_at(), queue.put_nowait, _WAKE)
                 continue
             if event is None:  # server shutting down
                 break
@@ -437,9 +453,11 @@ async def _watch(request: web.Request, store: Store, target: Target) -> web.Stre
                     store.clock.wall(), target.rtype.printer_columns.get(target.version), include, headers=first)}
                 first = False
             await resp.write(encoding.encode(event))
+            quiet_since = loop.time()
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
+        timer.cancel()
         store.unwatch(watcher)
         request.app[WATCH_QUEUES_KEY].discard(queue)
     return resp
