@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import json
 import os
 import signal
 import socket
@@ -118,6 +119,23 @@ class CallCounter:
                 os.kill(os.getpid(), signal.SIGINT)
 
 
+@dataclass(frozen=True)
+class PodSummary:
+    """What most checks read of a pod: its name, phase (None before it has a status), node and
+    labels and annotations."""
+
+    name: str
+    phase: str | None
+    node: str | None
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+    @classmethod
+    def of(cls, item: dict[str, Any]) -> PodSummary:
+        meta, spec, status = item["metadata"], item.get("spec") or {}, item.get("status") or {}
+        return cls(meta["name"], status.get("phase"), spec.get("nodeName"), meta.get("labels") or {}, meta.get("annotations") or {})
+
+
 @dataclass
 class Cluster:
     """The session's cluster as the steps see it."""
@@ -165,6 +183,18 @@ class Cluster:
         with translated(f"list pods {label_selector!r} in {namespace}"):
             kwargs = {"field_selector": on_this_node} if on_this_node else {}
             return list(self.core.list_namespaced_pod(namespace, label_selector=label_selector, **kwargs).items)
+
+    def pod_summaries(self, label_selector: str, *, on_node: bool = True, namespace: str | None = None) -> list[PodSummary]:
+        """The same list as `pods`, read as the API's JSON into the few fields most checks need:
+        the client's models deserialise every field of every pod (about 0.3 ms a pod), and the
+        waits for pods to start or go list them again and again."""
+        on_this_node = f"spec.nodeName={self.node}" if on_node and self.node else None
+        namespace = namespace or self.namespace
+        with translated(f"list pods {label_selector!r} in {namespace}"):
+            kwargs = {"field_selector": on_this_node} if on_this_node else {}
+            response = self.core.list_namespaced_pod(namespace, label_selector=label_selector, _preload_content=False, **kwargs)
+            items = json.loads(response.data)["items"] or []
+        return [PodSummary.of(item) for item in items]
 
     def system_pods(self, label_selector: str) -> list[client.V1Pod]:
         """Pods of the system under test (agent, hostengine) on the test node."""

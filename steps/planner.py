@@ -110,10 +110,9 @@ def worker_annotations_table(ctx: StepContext, params: WorkerLimits) -> None:
 
 def _check_worker_annotations(ctx: StepContext, want: dict[tuple[str, str], int]) -> None:
     seen: dict[tuple[str, str], list[tuple[str, str | None]]] = {}
-    for pod in cluster(ctx).pods(WORKER_SELECTOR):
-        labels = pod.metadata.labels or {}
-        key = (labels.get(DGD_LABEL, "?"), labels.get(ROLE_LABEL, "?"))
-        seen.setdefault(key, []).append((pod.metadata.name, (pod.metadata.annotations or {}).get(POWER_ANNOTATION)))
+    for pod in cluster(ctx).pod_summaries(WORKER_SELECTOR):
+        key = (pod.labels.get(DGD_LABEL, "?"), pod.labels.get(ROLE_LABEL, "?"))
+        seen.setdefault(key, []).append((pod.name, pod.annotations.get(POWER_ANNOTATION)))
     observed = {f"{d}/{r}": [f"{n}={v}" for n, v in pods] for (d, r), pods in sorted(seen.items())}
     ok = set(seen) == set(want) and all(
         len(pods) == 1 and pods[0][1] == str(want[key]) for key, pods in seen.items()

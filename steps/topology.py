@@ -44,13 +44,13 @@ def _running(ctx: StepContext, selector: str, count: int, what: str, on_node: bo
 
     def ready() -> None:
         # List without the node filter so unscheduled (Pending) pods show in the failure too.
-        pods = c.pods(selector, on_node=False)
-        running = [p for p in pods if p.status and p.status.phase == "Running" and (not on_node or p.spec.node_name == c.node)]
+        pods = c.pod_summaries(selector, on_node=False)
+        running = [p for p in pods if p.phase == "Running" and (not on_node or p.node == c.node)]
         if len(running) != count or len(pods) != count:
             raise CheckFailed(
                 f"{what} running",
                 expected=f"{count} running",
-                observed={p.metadata.name: p.status.phase if p.status else None for p in pods} or "none",
+                observed={p.name: p.phase for p in pods} or "none",
             )
 
     ctx.eventually(ready, STARTUP_DEADLINE_S, interval=5.0, description=f"{count} {what} running")
@@ -67,7 +67,7 @@ def _take_down(ctx: StepContext, params: NoParams, refs: list[ObjectRef]) -> Non
     c = cluster(ctx)
 
     def test_pods_gone() -> None:
-        left = [p.metadata.name for p in c.pods(TEST_POD_SELECTOR, on_node=False)]
+        left = [p.name for p in c.pod_summaries(TEST_POD_SELECTOR, on_node=False)]
         if left:
             raise CheckFailed("the topology's pods are gone", expected="none", observed=left)
 
@@ -126,7 +126,7 @@ def _workers_of(ctx: StepContext, dgd: str) -> list[client.V1Pod]:
 
 
 def _workers_gone(ctx: StepContext, dgd: str) -> None:
-    left = [p.metadata.name for p in _workers_of(ctx, dgd)]
+    left = [p.name for p in cluster(ctx).pod_summaries(WORKER_SELECTOR, on_node=False) if p.labels.get(DGD_LABEL) == dgd]
     if left:
         raise CheckFailed(f"the worker pods of {dgd} gone", expected="none", observed=left)
 

@@ -109,3 +109,18 @@ def test_annotate_compensation_puts_back_the_previous_value_or_removes_it(ctx: S
 def test_an_unknown_manifest_names_where_it_looked(ctx: StepContext) -> None:
     with pytest.raises(FileNotFoundError, match=r"manifests/target/60-nothing\.yaml"):
         k8s.apply(ctx, k8s.ApplyParams(manifest="60-nothing.yaml"))
+
+
+def test_pod_summaries_say_what_the_clients_pod_models_say(ctx: StepContext) -> None:
+    c = cluster(ctx)
+    _prepare_by_hand(ctx, "50-stub-workers.yaml", labels={"extra": "x"})
+    c.core.patch_namespaced_pod(STUB_WORKERS[0], c.namespace, {"metadata": {"annotations": {POWER_ANNOTATION: "250"}}})
+    for selector, on_node in ((TEST_PODS, False), (TEST_PODS, True), ("extra=x", False), ("no=such", False), ("", False)):
+        models = c.pods(selector, on_node=on_node)
+        assert [(s.name, s.phase, s.node, s.labels, s.annotations) for s in c.pod_summaries(selector, on_node=on_node)] == [
+            (p.metadata.name, p.status.phase if p.status else None, p.spec.node_name, p.metadata.labels or {},
+             p.metadata.annotations or {}) for p in models]
+    assert {s.name for s in c.pod_summaries(TEST_PODS, on_node=False)} == set(STUB_WORKERS)
+    assert {s.name: s.annotations.get(POWER_ANNOTATION) for s in c.pod_summaries(TEST_PODS)}[STUB_WORKERS[0]] == "250"
+    for name in STUB_WORKERS:
+        c.core.delete_namespaced_pod(name, c.namespace)
