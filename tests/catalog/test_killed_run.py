@@ -1,7 +1,8 @@
 """After a SIGKILL nothing is cleaned up by the killed run itself: the next run finds the pods
 carrying the dead run's label, removes them (saying so in its last line), and ends with no
-labelled object and every GPU at its default. The live target against `stepgraph twin up`
-(real clock, a world with fast timing), so the cluster outlives the killed run.
+labelled object and every GPU at its default. The live target against a twin served from this
+process (real clock, a world with fast timing, as `stepgraph twin up --world` serves it), so the
+cluster outlives the killed run.
 
 The run is killed once its bystander exists: a pod the next run's scenario does not create
 itself, so only the next run's sweep of what other runs left can remove it. Both runs inherit one
@@ -17,9 +18,11 @@ import sys
 import time
 from pathlib import Path
 
-from kubernetes import client, config
+from kubernetes import client
 
 from stepgraph.steps._cluster import RUN_LABEL
+from stepgraph.twin.world import parse_world
+from stepgraph.twin.world_install import build_twin
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = "name: fast\ntiming: {pod_startup_seconds: 0.2, agent_tick_seconds: 1, worker_model_load_seconds: 0.2}\n"
@@ -40,14 +43,10 @@ def _live_run(env: dict[str, str], scenario: str) -> subprocess.Popen[str]:
     return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def test_the_run_after_a_sigkill_removes_what_the_killed_run_left(tmp_path: Path) -> None:
-    (tmp_path / "fast.yaml").write_text(FAST)
-    kubeconfig = tmp_path / "kubeconfig"
-    twin = subprocess.Popen([sys.executable, "-m", "stepgraph.dsl.cli", "twin", "up", "--world", str(tmp_path / "fast.yaml"),
-                             "--kubeconfig", str(kubeconfig)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert twin.stdout is not None and twin.stdout.readline().strip() == str(kubeconfig), twin.stderr
-        core = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+def test_the_run_after_a_sigkill_removes_what_the_killed_run_left() -> None:
+    with build_twin(parse_world(FAST), clock="real") as twin:
+        kubeconfig = twin.kubeconfig_path
+        core = client.CoreV1Api(twin.api_client())
         env = {**os.environ, "KUBECONFIG": str(kubeconfig), "STEPGRAPH_LIVE": "1", "TEST_NODE": "twin-gpu-node",
                "PYTEST_XDIST_TESTRUNUID": "0123456789abcdef", "PYTEST_XDIST_WORKER": "gw0"}
         first = _live_run(env, "conflict.feature")
@@ -68,6 +67,3 @@ def test_the_run_after_a_sigkill_removes_what_the_killed_run_left(tmp_path: Path
         assert f"run-end check of run {killed}" not in last, last  # the second run has an id of its own
         assert last.endswith("nothing left behind") and "checked by the run-end check" in last, last  # GPUs read back at default
         assert _names(core) == []
-    finally:
-        twin.send_signal(signal.SIGINT)
-        twin.communicate(timeout=30)
