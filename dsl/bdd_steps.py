@@ -7,6 +7,7 @@ function builds a `StepContext` over the scenario's bindings and finalizer stack
 
 from __future__ import annotations
 
+import inspect
 import types
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -148,14 +149,20 @@ def register_steps(config: pytest.Config, registry: Registry) -> None:
     config.stash[REGISTERED] = True
 
 
-def stepgraph_step(sg_call: Step, stepgraph_scenario: ScenarioRuntime, request: pytest.FixtureRequest) -> Any:
+def stepgraph_step(sg_call: Step, stepgraph_scenario: ScenarioRuntime) -> Any:
     """Run one stepgraph step (`sg_call.decl` is its declaration) in the scenario's runtime."""
     __tracebackhide__ = True
-    return stepgraph_scenario.run(sg_call, request.node.stash.get(STEP_LOCATION, None))
+    return stepgraph_scenario.run(sg_call)
+
+
+# pytest-bdd reads a step function's signature twice at every step (which arguments it takes,
+# which fixtures to request); a function's own `__signature__` is what `inspect.signature` returns.
+stepgraph_step.__signature__ = inspect.signature(stepgraph_step)  # type: ignore[attr-defined]
 
 
 class ScenarioRuntime:
-    """Per scenario: bindings and the finalizer stack over the target session."""
+    """Per scenario: bindings and the finalizer stack over the target session. `node` is the
+    scenario's item, where the plugin puts the location of the step about to run."""
 
     def __init__(
         self,
@@ -163,7 +170,9 @@ class ScenarioRuntime:
         cache: dict[str, Any],
         run_finalizers: FinalizerStack | None = None,
         cleanup_notes: list[str] | None = None,
+        node: pytest.Item | None = None,
     ) -> None:
+        self.node = node
         self.session = session
         self.cache = cache
         self.bindings = Bindings()
@@ -171,8 +180,10 @@ class ScenarioRuntime:
         self.run_finalizers = run_finalizers if run_finalizers is not None else FinalizerStack()
         self.cleanup_notes = cleanup_notes if cleanup_notes is not None else []
 
-    def run(self, call: Step, location: Location | None) -> Any:
+    def run(self, call: Step, location: Location | None = None) -> Any:
         __tracebackhide__ = True
+        if location is None and self.node is not None:
+            location = self.node.stash.get(STEP_LOCATION, None)
         if isinstance(call, JointCheck):
             return execute_joint(call, [self.context(check.step_id, str(check.location)) for check in call.checks])
         ctx = self.context(call.step_id, str(location) if location else "")

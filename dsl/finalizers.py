@@ -107,6 +107,8 @@ class FinalizerStack:
         (a Ctrl-C only after all ran, unless a second one stops the cleanup itself). With
         `budget_s`, the whole cleanup has that many wall-clock seconds: once they are up it stops
         and raises CleanupTimedOut naming what was not undone."""
+        if not self._stack and not self._last:  # most scenarios: no timer to arm, nothing to run
+            return
         current: list[Finalizer] = []
         try:
             with _time_bound(budget_s):

@@ -83,12 +83,14 @@ def column(world: str | None, node: str) -> str:
     return f"{world}, node {node}" if world else f"node {node}"
 
 
-def record_node(item: pytest.Item, target: Target | None, facts: dict[str, Any]) -> None:
-    """Record a node-bound item's node and column before it runs — also when it is skipped."""
+def bound_node(item: pytest.Item) -> str | None:
+    """The node a scenario item is bound to (its `stepgraph_node` parameter); None unless the run is per node."""
     callspec = getattr(item, "callspec", None)
-    node = callspec.params.get("stepgraph_node") if callspec is not None else None
-    if node is None:
-        return
+    return callspec.params.get("stepgraph_node") if callspec is not None else None
+
+
+def record_node(item: pytest.Item, node: str, target: Target | None, facts: dict[str, Any]) -> None:
+    """Record a node-bound item's node and column before it runs — also when it is skipped."""
     # the session's world once it runs; before that the target's configured world (if it has one)
     world = facts.get("world") or getattr(getattr(target, "world", None), "name", None)
     record_scenario_facts(item, world=column(world, node), fingerprint={"node": node})

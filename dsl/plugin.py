@@ -26,7 +26,7 @@ from .eventually import CheckFailed, StepRefused
 from .failures import failure_block
 from .ir import step_calls
 from .nodes import add_option as add_nodes_option
-from .nodes import make_scheduler, record_node
+from .nodes import bound_node, make_scheduler, record_node
 from .nodes import parametrize as parametrize_by_node
 from .reports.errors import InputError
 from .runinfo import ITEM_SCENARIO, RUN_INFO, RunInfo, run_info
@@ -34,14 +34,13 @@ from .targeting import (
     ensure_target,
     gate_items,
     stepgraph_cache,
-    stepgraph_node,
     stepgraph_run_finalizers,
     stepgraph_scenario,
     stepgraph_session,
 )
 
 # fixtures this plugin provides
-__all__ = ["stepgraph_cache", "stepgraph_node", "stepgraph_run_finalizers", "stepgraph_scenario", "stepgraph_session"]
+__all__ = ["stepgraph_cache", "stepgraph_run_finalizers", "stepgraph_scenario", "stepgraph_session"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -257,9 +256,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    info = item.config.stash.get(RUN_INFO, None)
-    if info is not None:
-        record_node(item, info.target, info.facts)
+    node = bound_node(item)
+    if node is not None:
+        info = item.config.stash.get(RUN_INFO, None)
+        if info is not None:
+            record_node(item, node, info.target, info.facts)
     if HAZARDS in item.stash:
         hazards = item.stash[HAZARDS]
         pytest.fail("\n".join(hazards), pytrace=False)

@@ -15,7 +15,7 @@ import pytest
 
 from .bdd_steps import ScenarioRuntime
 from .finalizers import CleanupInterrupted, CleanupTimedOut, FinalizerError, FinalizerStack
-from .nodes import NodeSession
+from .nodes import NodeSession, bound_node
 from .runinfo import ITEM_SCENARIO, RUN_INFO, RunInfo
 from .target import Target, TargetConfigError, TargetSession, check_options, default_target_name, load_target
 
@@ -100,27 +100,25 @@ def stepgraph_run_finalizers(pytestconfig: pytest.Config, stepgraph_session: Tar
 
 
 @pytest.fixture
-def stepgraph_node() -> str | None:
-    """The node a scenario is bound to; None unless the run is per node (`--stepgraph-nodes`)."""
-    return None
-
-
-@pytest.fixture
 def stepgraph_scenario(
-    pytestconfig: pytest.Config,
+    request: pytest.FixtureRequest,
     stepgraph_session: TargetSession,
     stepgraph_cache: dict[Any, Any],
-    stepgraph_node: str | None,
     stepgraph_run_finalizers: FinalizerStack,
 ) -> Iterator[ScenarioRuntime]:
-    """Bindings and finalizers of one scenario; the finalizers run at its teardown, always."""
+    """Bindings and finalizers of one scenario; the finalizers run at its teardown, always.
+
+    The node of a per-node run is the item's `stepgraph_node` parameter, read from the item: a
+    fixture of that name (None in every other run) would be one more name pytest-bdd looks
+    through at every step of every run."""
     __tracebackhide__ = True
-    info = pytestconfig.stash[RUN_INFO]
+    info = request.config.stash[RUN_INFO]
     session, cache = stepgraph_session, stepgraph_cache
-    if stepgraph_node is not None:  # API clients and handles are per node: they carry the node's name
-        session = NodeSession(stepgraph_session, stepgraph_node)
-        cache = stepgraph_cache.setdefault(("node", stepgraph_node), {})
-    runtime = ScenarioRuntime(session, cache, stepgraph_run_finalizers, info.cleanup.notes)
+    node = bound_node(request.node)
+    if node is not None:  # API clients and handles are per node: they carry the node's name
+        session = NodeSession(stepgraph_session, node)
+        cache = stepgraph_cache.setdefault(("node", node), {})
+    runtime = ScenarioRuntime(session, cache, stepgraph_run_finalizers, info.cleanup.notes, node=request.node)
     try:
         yield runtime
     finally:
