@@ -55,7 +55,7 @@ class Meter:
 
     def pytest_bdd_before_scenario(self, request: pytest.FixtureRequest) -> None:
         self.session = request.getfixturevalue("stepgraph_session")
-        self.cache = request.getfixturevalue("stepgraph_cache")
+        self.cache = request.getfixturevalue("stepgraph_scenario").cache
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         sid = next((k.removeprefix("id:") for k in report.keywords if k.startswith("id:")), report.nodeid)

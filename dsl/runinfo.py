@@ -24,6 +24,7 @@ import pytest
 
 from .cleanup import CleanupLedger
 from .diagnostics import Location
+from .finalizers import FinalizerStack
 from .ir import Feature, Scenario, Step
 
 if TYPE_CHECKING:
@@ -65,12 +66,14 @@ class RunInfo:
     target_name: str | None = None
     target: Target | None = None
     session: TargetSession | None = None
+    cache: dict[Any, Any] = field(default_factory=dict)  # per target session (API clients and the like); a dict per node
     starting: bool = False  # the target's start was called (it may have been cut short)
     design_ids: Collection[str] | None = None  # plug in a design-doc parser here (static check 9)
     design_source: str = ""
     scenarios: dict[tuple[str, str], ScenarioInfo] = field(default_factory=dict)
     ids: dict[str, Location] = field(default_factory=dict)  # scenario id → where it was first seen
     cleanup: CleanupLedger = field(default_factory=CleanupLedger)  # what the run undid and left
+    run_finalizers: FinalizerStack = field(default_factory=FinalizerStack)  # run once, at the end of the run
     cleanup_budget_s: float | None = None  # wall-clock bound of each cleanup (--cleanup-timeout)
 
     @property

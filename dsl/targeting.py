@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 
@@ -62,7 +61,12 @@ def gate_items(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def stepgraph_session(pytestconfig: pytest.Config) -> Iterator[TargetSession]:
-    """The target session, started once for the run."""
+    """The target session, started once for the run. At its end, what steps registered for the
+    end of the run (`info.run_finalizers`, e.g. verifying nothing is left) runs, then the target
+    stops.
+
+    The run-end checks are this fixture's, not a fixture of their own: pytest-bdd looks through
+    every fixture name at every step, and every scenario's fixtures resolve theirs again."""
     info = pytestconfig.stash[RUN_INFO]
     target = ensure_target(pytestconfig)
     info.starting = True
@@ -74,25 +78,18 @@ def stepgraph_session(pytestconfig: pytest.Config) -> Iterator[TargetSession]:
     try:
         yield info.session
     finally:
-        session = info.session
-        _cleanup(info, lambda: target.stop(session), stack=None, what=f"target {target.name!r} stop")
-        if getattr(target, "verifies_cleanup", False):
-            info.cleanup.verified_by.append(f"the {target.name} target")
+        try:
+            _run_end_checks(info)
+        finally:
+            session = info.session
+            _cleanup(info, lambda: target.stop(session), stack=None, what=f"target {target.name!r} stop")
+            if getattr(target, "verifies_cleanup", False):
+                info.cleanup.verified_by.append(f"the {target.name} target")
 
 
-@pytest.fixture(scope="session")
-def stepgraph_cache(stepgraph_session: TargetSession) -> dict[Any, Any]:  # names, and a dict per node
-    return {}
-
-
-@pytest.fixture(scope="session")
-def stepgraph_run_finalizers(pytestconfig: pytest.Config, stepgraph_session: TargetSession) -> Iterator[FinalizerStack]:
-    """What steps registered for the end of the run (e.g. verifying nothing is left); runs
-    before the target stops."""
+def _run_end_checks(info: RunInfo) -> None:
     __tracebackhide__ = True
-    stack = FinalizerStack()
-    yield stack
-    info = pytestconfig.stash[RUN_INFO]
+    stack = info.run_finalizers
     try:
         _cleanup(info, lambda: stack.run(info.cleanup_budget_s), stack=None, what="run-end checks")
     finally:
@@ -100,25 +97,23 @@ def stepgraph_run_finalizers(pytestconfig: pytest.Config, stepgraph_session: Tar
 
 
 @pytest.fixture
-def stepgraph_scenario(
-    request: pytest.FixtureRequest,
-    stepgraph_session: TargetSession,
-    stepgraph_cache: dict[Any, Any],
-    stepgraph_run_finalizers: FinalizerStack,
-) -> Iterator[ScenarioRuntime]:
+def stepgraph_scenario(request: pytest.FixtureRequest) -> Iterator[ScenarioRuntime]:
     """Bindings and finalizers of one scenario; the finalizers run at its teardown, always.
 
-    The node of a per-node run is the item's `stepgraph_node` parameter, read from the item: a
+    The first scenario starts the target session (`stepgraph_session`); the others use the one
+    running, instead of resolving that fixture, and the fixtures it needs, again for each. The
+    node of a per-node run is the item's `stepgraph_node` parameter, read from the item: a
     fixture of that name (None in every other run) would be one more name pytest-bdd looks
     through at every step of every run."""
     __tracebackhide__ = True
     info = request.config.stash[RUN_INFO]
-    session, cache = stepgraph_session, stepgraph_cache
+    target_session = info.session if info.session is not None else request.getfixturevalue("stepgraph_session")
+    session, cache = target_session, info.cache
     node = bound_node(request.node)
     if node is not None:  # API clients and handles are per node: they carry the node's name
-        session = NodeSession(stepgraph_session, node)
-        cache = stepgraph_cache.setdefault(("node", node), {})
-    runtime = ScenarioRuntime(session, cache, stepgraph_run_finalizers, info.cleanup.notes, node=request.node)
+        session = NodeSession(target_session, node)
+        cache = info.cache.setdefault(("node", node), {})
+    runtime = ScenarioRuntime(session, cache, info.run_finalizers, info.cleanup.notes, node=request.node)
     try:
         yield runtime
     finally:
