@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,8 +92,8 @@ def load_yaml(text: str, display: str, registry: Registry) -> tuple[ir.Feature |
 # the published layout: the same every time for the same text, and ruamel's pure-Python parser
 # with jsonschema (imports and all) cost most of what loading a YAML file costs. So what a text
 # cleanly reads into is kept on disk, named by the text and all that reads it: the modules of
-# this package that parse, position and check it, and the releases of ruamel.yaml, jsonschema
-# and referencing. Positions are kept as line and column, and given the name the file is shown
+# this package that parse, position and check it, the releases of ruamel.yaml, jsonschema and
+# referencing, and the interpreter's. Positions are kept as line and column, and given the name the file is shown
 # under when read back. A text with any syntax or layout error is never kept; it is read again
 # and reported as ever.
 
@@ -102,7 +103,7 @@ _STRUCTURE_RELEASES = ("ruamel.yaml-", "ruamel_yaml-", "jsonschema-", "referenci
 
 @functools.cache
 def _structure_readers() -> bytes:
-    key = hashlib.sha256()
+    key = hashlib.sha256(sys.version.encode())  # the interpreter's own regular expressions and int parsing read it too
     here = Path(__file__).parent
     for name in _STRUCTURE_CODE:
         key.update(name.encode() + b"\0" + (here / name).read_bytes())

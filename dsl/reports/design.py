@@ -19,6 +19,7 @@ import hashlib
 import importlib.util
 import json
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -221,8 +222,8 @@ def requirement_ids(path: str | Path) -> set[str]:
 
     Every run and lint asks for them, and importing the Markdown parser and reading the document
     cost more than a lint of a small file takes in all, so the ids of a document read cleanly
-    are kept on disk, named by its bytes, its suffix and the parser's code (this module, and the
-    markdown-it release). A document that cannot be read, or is not a design document, is
+    are kept on disk, named by its bytes, its suffix and the parser's code (this module, the
+    markdown-it release and the interpreter's). A document that cannot be read, or is not a design document, is
     never kept: it is read again, and reported as ever."""
     try:
         data = Path(path).read_bytes()
@@ -241,7 +242,7 @@ def requirement_ids(path: str | Path) -> set[str]:
 
 
 def _ids_key(data: bytes, suffix: str) -> str:
-    key = hashlib.sha256(suffix.encode() + b"\0" + data)
+    key = hashlib.sha256(sys.version.encode() + b"\0" + suffix.encode() + b"\0" + data)
     key.update(Path(__file__).read_bytes())
     key.update(Path(read_text.__code__.co_filename).read_bytes())  # how the document's bytes become text
     spec = importlib.util.find_spec("markdown_it")  # found without being imported; its __init__ names the release
