@@ -65,10 +65,12 @@ class Store:
         # Pods by spec.nodeName ("" while unscheduled): every node's kubelet and agent lists the
         # pods bound to it, every tick, and must not scan the whole cluster's for them.
         self._pods_on_node: dict[str, set[tuple[str, str]]] = {}
-        # Stored objects known to pass their kind's schema as they are, outside metadata, by
-        # (resource key, (namespace, name)) → (version, resourceVersion): an update that leaves
-        # their spec or status as it was need not check that part again. Set by updates only;
-        # a create changes the spec after its check (owned selectors), a delete mark the metadata.
+        # Stored objects known to pass their kind's schema as they are, by (resource key,
+        # (namespace, name)) → (version, resourceVersion): an update that leaves a part of one as
+        # it was (its spec, its status, a status write's metadata) need not check that part again.
+        # The check ran before the write set resourceVersion and generation, which are valid by
+        # construction (a string, an integer). Set by updates only; a create changes the spec after
+        # its check (owned selectors), a delete mark the metadata.
         self._validated: dict[tuple[str, tuple[str, str]], tuple[str, str]] = {}
         # Extra write checks per resource key: fn(new, old) → 422 causes (CRD names, Twin II rules).
         self.admission: dict[str, list[Callable[[dict, dict | None], list[tuple[str, str, str]]]]] = {}
