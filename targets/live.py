@@ -80,7 +80,10 @@ class LiveTarget:
 
     name = "live"
     #: Every `--target-option` key the live target takes (the language rejects any other).
-    options: ClassVar[dict[str, str]] = {"manifests": "the folder of the node's manifests (default examples/manifests/<variant>)"}
+    options: ClassVar[dict[str, str]] = {
+        "manifests": "the folder of the node's manifests (default examples/manifests/<variant>)",
+        "leftovers": "remove or adopt",
+    }
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self._env = dict(os.environ if env is None else env)

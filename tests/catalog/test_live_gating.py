@@ -133,3 +133,13 @@ def test_live_target_detects_the_path_from_planner_pods(world: str, path: str) -
     assert path in caps and {"k8s", "nvml", "dcgm"} <= caps
     assert ("planner" in caps) == (path == "path-a")
     assert facts["path"] == path[-1].upper() and facts["node"] == session.facts["node"]
+
+
+def test_the_live_target_takes_leftovers_adopt_as_the_twin_does() -> None:
+    # A run killed on a real cluster is where keeping its leftovers matters most.
+    from stepgraph.dsl.target import check_options
+    from stepgraph.targets.live import LiveTarget
+
+    target = LiveTarget(env={"KUBECONFIG": "/nonexistent"})
+    check_options(target, {"leftovers": "adopt"})
+    assert target.start({"leftovers": "adopt"}).facts["leftovers"] == "adopt"
