@@ -114,6 +114,10 @@ class ApiServer:
         """Also serve the same API over HTTPS on a free loopback port (once; started or not); returns it."""
         if self.https_port:
             return self.https_port
+        # Asked for while the twin is still starting (a world's start hooks apply manifests before
+        # `start`, and a real-time clock may start a pod meanwhile): wait, as a kubelet waits for
+        # its API server. Once stopped, `_loop` is None again and the ask fails.
+        self._ready.wait(timeout=30)
         if self._loop is None or self._runner is None:
             raise RuntimeError("serve_tls: the API server is not running")
 

@@ -276,7 +276,10 @@ class ProcessWorkload(Workload):
     def start(self, ctx: WorkloadContext) -> None:
         self.runtime.reconciles.restarted(ctx.node.name)
         if self.runtime.api_server is not None:
-            self._https_port, self._ca_pem = self.runtime.api_server()
+            try:
+                self._https_port, self._ca_pem = self.runtime.api_server()
+            except RuntimeError as exc:  # the twin stopped meanwhile, as for a spawn below
+                raise StartFailure("CreateContainerError", str(exc)) from None
         try:
             spec_env = self.environment(ctx)
         except ContainerConfigError as exc:

@@ -3,6 +3,10 @@ configures itself in-cluster and talks HTTPS to the API server with the pod's CA
 
 from __future__ import annotations
 
+import socket
+import ssl
+from concurrent.futures import ThreadPoolExecutor
+
 from kubernetes import client
 from kubernetes.stream import stream
 from process_rig import eventually, tiny_pod
@@ -105,3 +109,19 @@ def test_a_service_reaches_the_programs_port(twin, core, tiny):
         "selector": {"app": "backend"}, "ports": [{"port": 80, "targetPort": "web"}]}})
     started(core, "svc-backend")
     assert core.connect_get_namespaced_service_proxy_with_path("backend:80", "default", "x") == "svc-backend /x"
+
+
+def test_a_pod_starting_while_the_twin_starts_waits_for_the_https_listener():
+    # A world's start hooks apply manifests before the API server serves; on a real-time clock a
+    # kubelet may start a process container (which needs the HTTPS port) meanwhile.
+    from stepgraph.twin import Twin
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    asked = []
+    with Twin(seed=0, hooks=[lambda t: asked.append(pool.submit(t.server.serve_tls, t.ca.server_context()))]) as t:
+        port = asked[0].result(timeout=30)
+        assert port == t.server.https_port != 0
+        with socket.create_connection(("127.0.0.1", port)) as raw, \
+                ssl.create_default_context(cadata=t.ca.ca_pem).wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            assert tls.version()  # the handshake with the twin's CA succeeded
+    pool.shutdown()
