@@ -159,7 +159,11 @@ class Phrase:
 
     def match(self, text: str) -> dict[str, Any] | None:
         """Parse `text` into raw field values, or None when it is not this phrase."""
-        text = squeeze(text)
+        return self.match_squeezed(squeeze(text))
+
+    def match_squeezed(self, text: str) -> dict[str, Any] | None:
+        """`match` of a text already `squeeze`d: a registry squeezes a step's text once for all of
+        its phrases instead of once for each."""
         if not text.startswith(self._prefix):
             return None
         m = self.regex.fullmatch(text)

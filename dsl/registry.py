@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from .entry_points import in_group
-from .phrases import BIND_FIELD, Phrase, PhraseError, Window, split_window
+from .phrases import BIND_FIELD, Phrase, PhraseError, Window, split_window, squeeze
 from .units import Duration
 
 Keyword = Literal["given", "when", "then"]
@@ -112,8 +112,9 @@ class Registry:
 
     def match(self, text: str) -> list[Match]:
         """Every declaration whose phrase reads `text` (with or without a `within`/`throughout <duration>` prefix)."""
-        window, rest = split_window(text)
-        return [m for decl in self.steps.values() if (m := match_decl(decl, text, window, rest)) is not None]
+        window, rest = split_window(text)  # with a window, `rest` comes squeezed
+        squeezed = squeeze(text)
+        return [m for decl in self.steps.values() if (m := _match_squeezed(decl, squeezed, window, rest)) is not None]
 
     def step(self, id: str, keyword: Keyword, phrase: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering `func(ctx, params)` as a step in this registry."""
@@ -151,12 +152,17 @@ class Registry:
 
 def match_decl(decl: StepDecl, text: str, window: Window | None = None, rest: str = "") -> Match | None:
     """`text` read by one declaration; pass `split_window(text)` as (window, rest) when known."""
-    raw = decl.phrase.match(text)
-    if raw is not None:
-        return Match(decl, raw)
     if window is None and not rest:
         window, rest = split_window(text)
-    if window is not None and decl.is_check and (raw := decl.phrase.match(rest)) is not None:
+    return _match_squeezed(decl, squeeze(text), window, rest)
+
+
+def _match_squeezed(decl: StepDecl, squeezed: str, window: Window | None, rest: str) -> Match | None:
+    """`match_decl` of a squeezed text, with its window and (squeezed) rest split off already."""
+    raw = decl.phrase.match_squeezed(squeezed)
+    if raw is not None:
+        return Match(decl, raw)
+    if window is not None and decl.is_check and (raw := decl.phrase.match_squeezed(rest)) is not None:
         return Match(decl, raw, window)
     return None
 
