@@ -13,32 +13,31 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from .ir import Feature, JointCheck, Step, StepCall, Tags
 
 
+def _heading(doc: CommentedMap, key: str, name: str, tags: Tags, description: str) -> None:
+    """A feature's or scenario's name under `key`, then its tags and description, in that order."""
+    doc[key] = name
+    _yaml_tags(doc, tags)
+    if description:
+        doc["description"] = description
+
+
 def to_yaml(feature: Feature) -> str:
     doc = CommentedMap()
     short = len(feature.scenarios) == 1 and feature.name == feature.scenarios[0].name and feature.tags == Tags() and not feature.description
     if short:
         scenario = feature.scenarios[0]
-        doc["title"] = scenario.name
-        _yaml_tags(doc, scenario.tags)
-        if scenario.description:
-            doc["description"] = scenario.description
+        _heading(doc, "title", scenario.name, scenario.tags, scenario.description)
         if feature.background:
             doc["background"] = _yaml_steps(feature.background)
         doc["steps"] = _yaml_steps(scenario.steps)
     else:
-        doc["feature"] = feature.name
-        _yaml_tags(doc, feature.tags)
-        if feature.description:
-            doc["description"] = feature.description
+        _heading(doc, "feature", feature.name, feature.tags, feature.description)
         if feature.background:
             doc["background"] = _yaml_steps(feature.background)
         scenarios = CommentedSeq()
         for scenario in feature.scenarios:
             item = CommentedMap()
-            item["title"] = scenario.name
-            _yaml_tags(item, scenario.tags)
-            if scenario.description:
-                item["description"] = scenario.description
+            _heading(item, "title", scenario.name, scenario.tags, scenario.description)
             item["steps"] = _yaml_steps(scenario.steps)
             scenarios.append(item)
         doc["scenarios"] = scenarios
