@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import signal
+import socket
 import sys
-import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
@@ -95,31 +97,50 @@ def _fail(message: str) -> int:
     return 2
 
 
+@contextmanager
+def _stop_signals() -> Iterator[socket.socket]:
+    """A socket that turns readable at the first SIGINT or SIGTERM. The kernel may hand the signal
+    to any of the process's threads; a main thread blocked in a lock (`Event.wait`) is then never
+    woken to run a Python handler, but the signal module writes every signal to its wakeup fd
+    from whichever thread took it."""
+    readable, writable = socket.socketpair()
+    writable.setblocking(False)
+    previous_fd = signal.set_wakeup_fd(writable.fileno())
+    # the handler does nothing: the wakeup fd notes the signal, and no KeyboardInterrupt cuts a start short
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield readable
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        signal.set_wakeup_fd(previous_fd)
+        readable.close()
+        writable.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.port and not 0 < args.port < 65536:
         return _fail(f"--port {args.port} is not a TCP port — use 1..65535 or 0 for a free one")
-    done = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):  # before the path is printed: callers may signal at once
-        signal.signal(sig, lambda *_: done.set())
-    try:
-        twin = build(args)
-        twin.start()
-    except OSError as exc:
-        return _fail(f"cannot start the API server: {exc} — try another --port")
-    except RuntimeError as exc:
-        return _fail(f"{exc} — try another --port")
-    try:
-        path = twin.kubeconfig_path
-        if args.kubeconfig is not None:
-            path = write_kubeconfig(args.kubeconfig, twin.base_url)
-        print(path, flush=True)
-        print(f"twin API server at {twin.base_url} (seed {twin.seed}); Ctrl-C to stop", file=sys.stderr, flush=True)
-        done.wait()
-    finally:
-        twin.stop()
-        if args.kubeconfig is not None:
-            args.kubeconfig.unlink(missing_ok=True)
+    with _stop_signals() as stop_asked:  # before the path is printed: callers may signal at once
+        try:
+            twin = build(args)
+            twin.start()
+        except OSError as exc:
+            return _fail(f"cannot start the API server: {exc} — try another --port")
+        except RuntimeError as exc:
+            return _fail(f"{exc} — try another --port")
+        try:
+            path = twin.kubeconfig_path
+            if args.kubeconfig is not None:
+                path = write_kubeconfig(args.kubeconfig, twin.base_url)
+            print(path, flush=True)
+            print(f"twin API server at {twin.base_url} (seed {twin.seed}); Ctrl-C to stop", file=sys.stderr, flush=True)
+            stop_asked.recv(1)
+        finally:
+            twin.stop()
+            if args.kubeconfig is not None:
+                args.kubeconfig.unlink(missing_ok=True)
     return 0
 
 

@@ -3,6 +3,7 @@ path is one line with exit 2; Ctrl-C on `twin up` ends every program it started.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import select
 import signal
@@ -64,7 +65,20 @@ def children_of(pid: int, running: str) -> list[int]:
     return found
 
 
-def test_ctrl_c_on_twin_up_ends_the_agent_program(tmp_path):
+def _to_the_process(pid: int) -> None:
+    os.kill(pid, signal.SIGINT)  # the kernel picks the thread (mostly, not always, the main one)
+
+
+def _to_another_thread(pid: int) -> None:
+    # What a terminal's Ctrl-C sometimes does to a threaded program: the signal lands on a thread
+    # other than the main one, which Python's handlers run on.
+    others = [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir() if int(t.name) != pid]
+    assert others, "twin up runs its API server on a thread of its own"
+    assert ctypes.CDLL(None, use_errno=True).tgkill(pid, others[0], signal.SIGINT) == 0, os.strerror(ctypes.get_errno())
+
+
+@pytest.mark.parametrize("ctrl_c", [_to_the_process, _to_another_thread], ids=["to-the-process", "to-another-thread"])
+def test_ctrl_c_on_twin_up_ends_the_agent_program(tmp_path, ctrl_c):
     # an agent that only sleeps: nothing but the twin's own clean-up can end it
     (tmp_path / "power_agent.py").write_text("import time\ntime.sleep(3600)\n")
     up = subprocess.Popen([*STEPGRAPH, "twin", "up", "--agent", str(tmp_path), "--clock", "scaled"],
@@ -74,7 +88,7 @@ def test_ctrl_c_on_twin_up_ends_the_agent_program(tmp_path):
         assert ready and up.stdout.readline().strip().endswith("kubeconfig")
         programs = eventually(lambda: children_of(up.pid, "power_agent.py"), timeout=30, what="the agent program's start")
         assert all(pid_alive(p) for p in programs)
-        os.kill(up.pid, signal.SIGINT)
+        ctrl_c(up.pid)
         assert up.wait(timeout=30) == 0
         eventually(lambda: not [p for p in programs if pid_alive(p)], timeout=10, what="the programs' end")
     finally:
