@@ -233,9 +233,13 @@ def requirement_ids(path: str | Path) -> set[str]:
     cached = read_cached(kept)
     if cached is not None:
         try:
-            return set(json.loads(cached))
-        except ValueError:  # a file someone else wrote there: read the document instead
-            pass
+            kept_ids = json.loads(cached)
+        except ValueError:
+            kept_ids = None
+        # only what this function writes is taken: anything else there is someone else's file,
+        # and the document is read instead
+        if isinstance(kept_ids, list) and all(isinstance(i, str) for i in kept_ids):
+            return set(kept_ids)
     ids = set(parse_design_doc(path).requirements)
     keep(kept, json.dumps(sorted(ids)).encode())
     return ids

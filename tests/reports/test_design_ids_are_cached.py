@@ -61,3 +61,14 @@ def test_what_is_not_a_design_document_is_reported_every_time(tmp_path: Path) ->
     assert requirement_ids(tmp_path / "good.md") == {"A1", "A2"}
     with pytest.raises(InputError, match="design document is not Markdown"):
         requirement_ids(same_bytes)  # the same bytes as a kept document, under a suffix that is not Markdown
+
+
+@pytest.mark.parametrize("written", ["not json", "42", '"A1A2"', '{"A9": 1}', "[[1]]", '["A9", 7]'])
+def test_a_kept_file_that_is_not_a_list_of_ids_is_read_from_the_document_instead(
+        tmp_path: Path, own_cache: Path, written: str) -> None:
+    doc = tmp_path / "plan.md"
+    doc.write_text(DOC)
+    assert requirement_ids(doc) == {"A1", "A2"}
+    [kept] = (own_cache / "stepgraph" / "design-ids").iterdir()
+    kept.write_text(written)  # someone else's file under the same name
+    assert requirement_ids(doc) == {"A1", "A2"}
