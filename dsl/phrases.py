@@ -141,7 +141,11 @@ class Phrase:
         # What every text this phrase reads begins with once squeezed: its first words, up to one
         # holding a quote (inside quotes spaces are kept). Most phrases differ there, so matching a
         # text against every declaration compiles only the few regexes whose beginning it has.
-        self._prefix = " ".join(itertools.takewhile(lambda word: '"' not in word, self._literals[0].split()))
+        words = list(itertools.takewhile(lambda word: '"' not in word, self._literals[0].split()))
+        self.prefix = " ".join(words)
+        # Of those, the words every such text has followed by a space or its end: the last word of
+        # the first literal may run into the placeholder after it (`go {x}` reads `go"x"`).
+        self.leading_words = tuple(words if not self.slots or len(words) < len(self._literals[0].split()) else words[:-1])
         self.fields = [s.field for s in self.slots] + ([self.attachment.field] if self.attachment else [])
 
     def _split_attachment(self, text: str) -> str:
@@ -164,7 +168,7 @@ class Phrase:
     def match_squeezed(self, text: str) -> dict[str, Any] | None:
         """`match` of a text already `squeeze`d: a registry squeezes a step's text once for all of
         its phrases instead of once for each."""
-        if not text.startswith(self._prefix):
+        if not text.startswith(self.prefix):
             return None
         m = self.regex.fullmatch(text)
         if m is None:

@@ -8,8 +8,9 @@ compensation. Step libraries are found through the `stepgraph.steps` entry-point
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -82,39 +83,105 @@ class Match:
     window: Window | None = None  # the `within`/`throughout` prefix the text had
 
 
-@dataclass
-class Registry:
-    """All declared steps, by id, YAML key and phrase."""
+@dataclass(frozen=True)
+class RegistryState:
+    """What `Registry.snapshot` saw: the declarations in the order they were added, and the
+    entry-point groups already loaded."""
 
-    steps: dict[str, StepDecl] = field(default_factory=dict)
-    by_key: dict[str, StepDecl] = field(default_factory=dict)
-    loaded_groups: set[str] = field(default_factory=set)
+    steps: tuple[StepDecl, ...]
+    loaded_groups: frozenset[str]
+
+
+class Registry:
+    """All declared steps, by id, YAML key and phrase.
+
+    Declarations change only through `add`, `remove` and `restore`, which keep the phrase index
+    `match` reads in step with them (`steps` and `by_key` are read-only views)."""
+
+    def __init__(self) -> None:
+        self._steps: dict[str, StepDecl] = {}
+        self._by_key: dict[str, StepDecl] = {}
+        self.steps: Mapping[str, StepDecl] = MappingProxyType(self._steps)
+        self.by_key: Mapping[str, StepDecl] = MappingProxyType(self._by_key)
+        self.loaded_groups: set[str] = set()
+        # Leading words of a phrase → (order added, phrase prefix, declaration) of the phrases
+        # that begin with them: a text is tried only against the phrases its first words can
+        # begin, not against every declaration (see `_index_key`).
+        self._index: dict[str, list[tuple[int, str, StepDecl]]] = {}
+        self._added = 0
 
     def add(self, decl: StepDecl) -> StepDecl:
-        if decl.id in self.steps:
+        if decl.id in self._steps:
             raise StepDeclarationError(f"step id {decl.id!r} is declared twice — ids must be unique")
-        if decl.key in self.by_key:
+        if decl.key in self._by_key:
             raise StepDeclarationError(
-                f"step {decl.id!r}: YAML key {decl.key!r} is already used by {self.by_key[decl.key].id!r} — pass key=..."
+                f"step {decl.id!r}: YAML key {decl.key!r} is already used by {self._by_key[decl.key].id!r} — pass key=..."
             )
-        for other in self.steps.values():
+        for other in self._steps.values():
             if other.phrase.text == decl.phrase.text:
                 raise StepDeclarationError(f"step {decl.id!r}: same phrase as {other.id!r} — phrases must differ")
-        self.steps[decl.id] = decl
-        self.by_key[decl.key] = decl
+        self._insert(decl)
         return decl
 
+    def remove(self, step_id: str) -> StepDecl:
+        """Take the declaration `step_id` out again (a test's own steps, once the test is over)."""
+        decl = self._steps.pop(step_id)
+        del self._by_key[decl.key]
+        bucket = self._index[_index_key(decl.phrase)]
+        bucket[:] = [entry for entry in bucket if entry[2] is not decl]
+        return decl
+
+    def snapshot(self) -> RegistryState:
+        return RegistryState(tuple(self._steps.values()), frozenset(self.loaded_groups))
+
+    def restore(self, state: RegistryState) -> None:
+        """Make the registry what it was at `state`: the same declarations, in the same order."""
+        self._steps.clear()
+        self._by_key.clear()
+        self._index.clear()
+        for decl in state.steps:
+            self._insert(decl)
+        self.loaded_groups.clear()
+        self.loaded_groups.update(state.loaded_groups)
+
+    def _insert(self, decl: StepDecl) -> None:
+        self._steps[decl.id] = decl
+        self._by_key[decl.key] = decl
+        self._index.setdefault(_index_key(decl.phrase), []).append((self._added, decl.phrase.prefix, decl))
+        self._added += 1
+
     def __iter__(self) -> Iterator[StepDecl]:
-        return iter(sorted(self.steps.values(), key=lambda d: d.id))
+        return iter(sorted(self._steps.values(), key=lambda d: d.id))
 
     def __len__(self) -> int:
-        return len(self.steps)
+        return len(self._steps)
 
     def match(self, text: str) -> list[Match]:
-        """Every declaration whose phrase reads `text` (with or without a `within`/`throughout <duration>` prefix)."""
+        """Every declaration whose phrase reads `text` (with or without a `within`/`throughout <duration>` prefix),
+        in the order they were added."""
         window, rest = split_window(text)  # with a window, `rest` comes squeezed
         squeezed = squeeze(text)
-        return [m for decl in self.steps.values() if (m := _match_squeezed(decl, squeezed, window, rest)) is not None]
+        entries = self._candidates(squeezed)
+        if window is not None:  # a check may read the text after its window
+            entries = list({entry[0]: entry for entry in (*entries, *self._candidates(rest))}.values())
+        found = [
+            (added, m)
+            for added, prefix, decl in entries
+            if (window is not None or squeezed.startswith(prefix)) and (m := _match_squeezed(decl, squeezed, window, rest)) is not None
+        ]
+        if len(found) > 1:
+            found.sort(key=lambda pair: pair[0])
+        return [m for _, m in found]
+
+    def _candidates(self, squeezed: str) -> list[tuple[int, str, StepDecl]]:
+        """The index entries of every phrase that can read the squeezed `squeezed`."""
+        words = squeezed.split(" ", 2)
+        entries = list(self._index.get("", ()))
+        if words[0]:
+            entries += self._index.get(words[0], ())
+        if len(words) > 1:
+            entries += self._index.get(f"{words[0]} {words[1]}", ())
+        return entries
 
     def step(self, id: str, keyword: Keyword, phrase: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering `func(ctx, params)` as a step in this registry."""
@@ -148,6 +215,18 @@ class Registry:
                 raise StepDeclarationError(
                     f"step library {ep.value!r} (entry point {group}:{ep.name}) failed to import: {type(exc).__name__}: {exc}"
                 ) from exc
+
+
+def _index_key(phrase: Phrase) -> str:
+    """The phrase's first words (at most two) that every text it reads begins with, each followed
+    by a space or the text's end once the text is squeezed; "" when it begins with none.
+
+    A word followed by a placeholder may run into the placeholder's text (`go {x}` reads
+    `go"x"`), so the words counted are those before the last word of its first literal, unless the
+    phrase has no placeholders; a word holding a quote is never counted (inside quotes, spaces are
+    kept). So a text read by a phrase keyed `w1 w2` starts `w1 w2` followed by a space or nothing,
+    and one read by a phrase keyed `w1` starts `w1` so."""
+    return " ".join(phrase.leading_words[:2])
 
 
 def match_decl(decl: StepDecl, text: str, window: Window | None = None, rest: str = "") -> Match | None:

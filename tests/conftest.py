@@ -43,7 +43,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @contextmanager
 def run_state_of_its_own() -> Iterator[None]:
     """The process-wide state a pytest run changes, put back as it was once the run is over."""
-    steps, by_key, groups = dict(REGISTRY.steps), dict(REGISTRY.by_key), set(REGISTRY.loaded_groups)
+    registry = REGISTRY.snapshot()
     placeholder_types = dict(phrases.PLACEHOLDER_TYPES)
     run_id = runid._current
     handlers = {signum: signal.getsignal(signum) for signum in _SIGNALS}
@@ -56,12 +56,7 @@ def run_state_of_its_own() -> Iterator[None]:
     try:
         yield
     finally:
-        REGISTRY.steps.clear()
-        REGISTRY.steps.update(steps)
-        REGISTRY.by_key.clear()
-        REGISTRY.by_key.update(by_key)
-        REGISTRY.loaded_groups.clear()
-        REGISTRY.loaded_groups.update(groups)
+        REGISTRY.restore(registry)
         phrases.PLACEHOLDER_TYPES.clear()
         phrases.PLACEHOLDER_TYPES.update(placeholder_types)
         runid._current = run_id

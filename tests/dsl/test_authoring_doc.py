@@ -30,7 +30,7 @@ def doc_steps() -> Iterator[dict[str, object]]:
     yield module.__dict__
     del sys.modules[module.__name__]
     for sid in ("demo_caps.set", "demo_caps.is"):
-        REGISTRY.by_key.pop(REGISTRY.steps.pop(sid).key)
+        REGISTRY.remove(sid)
 
 
 @pytest.mark.usefixtures("doc_steps")

@@ -38,8 +38,7 @@ def ambiguous_steps() -> Iterator[None]:
     )(noop)
     yield
     for sid in ("clitest.one", "clitest.two"):
-        decl = REGISTRY.steps.pop(sid)
-        REGISTRY.by_key.pop(decl.key)
+        REGISTRY.remove(sid)
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -85,6 +85,68 @@ def test_registry_matches_within_only_for_checks() -> None:
     assert reg.match("within 3 s the thing acts") == []
 
 
+class _Name(Params):
+    name: str
+
+
+def _overlapping() -> Registry:
+    """Phrases that share first words, begin with a placeholder, or run a word into one."""
+    reg = Registry()
+    noop = lambda ctx, p: None  # noqa: E731
+    reg.then("demo.go", "go {name}", params=_Name)(noop)
+    reg.then("demo.go_far", "go far {name}", params=_Name)(noop)
+    reg.then("demo.is_ready", "{name} is ready", params=_Name)(noop)
+    reg.then("demo.the_thing", "the thing {name} holds", params=_Name)(noop)
+    reg.then("demo.the_other", "the {name} holds", params=_Name)(noop)
+    reg.then("demo.ready", "ready")(noop)
+    return reg
+
+
+@pytest.mark.parametrize(
+    ("text", "ids"),
+    [
+        ('go "a"', ["demo.go"]),
+        ('go"a"', ["demo.go"]),  # the word runs into the placeholder's text
+        ('go far "a"', ["demo.go_far"]),
+        ('"a" is ready', ["demo.is_ready"]),
+        ('the thing "a" holds', ["demo.the_thing"]),
+        ('the  "a"  holds', ["demo.the_other"]),
+        ("ready", ["demo.ready"]),
+        ('within 3 s go"a"', ["demo.go"]),
+        ('throughout 3 s, "a" is ready', ["demo.is_ready"]),
+        ('the thing "a" is ready', []),
+    ],
+)
+def test_registry_reads_each_text_with_every_phrase_that_can(text: str, ids: list[str]) -> None:
+    assert [m.decl.id for m in _overlapping().match(text)] == ids
+
+
+def test_registry_matches_in_the_order_steps_were_added_and_forgets_removed_ones() -> None:
+    reg = Registry()
+    noop = lambda ctx, p: None  # noqa: E731
+    reg.then("demo.b_the", "the {name} holds", params=_Name)(noop)
+    saved = reg.snapshot()
+    reg.then("demo.c_two", "the thing {name:word}", params=_Name)(noop)  # keyed by two words
+    reg.then("demo.a_any", "{name:word} thing holds", params=_Name)(noop)  # keyed by none
+    assert [m.decl.id for m in reg.match("the thing holds")] == ["demo.c_two", "demo.a_any"]
+    assert reg.remove("demo.c_two").id == "demo.c_two" and "c_two" not in reg.by_key
+    assert [m.decl.id for m in reg.match("the thing holds")] == ["demo.a_any"]
+    assert [m.decl.id for m in reg.match('the "x" holds')] == ["demo.b_the"]
+    reg.restore(saved)
+    assert sorted(reg.steps) == ["demo.b_the"] and sorted(reg.by_key) == ["b_the"]
+    assert reg.match("the thing holds") == []
+    reg.then("demo.a_any", "{name:word} thing holds", params=_Name)(noop)  # its id, key and phrase are free again
+    assert [m.decl.id for m in reg.match("the thing holds")] == ["demo.a_any"]
+
+
+def test_registry_declarations_change_only_through_its_methods() -> None:
+    reg = _overlapping()
+    with pytest.raises(TypeError):
+        reg.steps["demo.x"] = reg.steps["demo.go"]  # type: ignore[index]
+    with pytest.raises(TypeError):
+        del reg.by_key["go"]  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize(
     ("kind", "text", "hint"),
     [
