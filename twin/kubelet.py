@@ -25,6 +25,8 @@ import functools
 import logging
 import math
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -75,6 +77,7 @@ class PodRecord:
     timers: list[Any] = field(default_factory=list)
     terminating: bool = False
     followers: dict[str, list[Any]] = field(default_factory=dict)  # container → fn((wall, line) | None)
+    held_status: dict | None = None  # while a sync starts containers: what it will report at its end
 
 
 class Kubelet:
@@ -144,11 +147,31 @@ class Kubelet:
             if self.node.config.cdi_mode and value not in (None, "", "all", "none", "void"):
                 self._cdi_reject(rec, pod, c["name"], value)
                 return
-        for c in pod["spec"]["containers"]:
-            self._run_container(rec, pod, c)
-        self._patch_status(rec, {"phase": "Running", **self._container_status(rec, pod)})
-        for name in list(rec.containers):
-            self._launch(rec, pod, name)
+        with self._one_status_update(rec, pod):
+            for c in pod["spec"]["containers"]:
+                self._run_container(rec, pod, c)
+            for name in list(rec.containers):
+                self._launch(rec, pod, name)
+
+    @contextmanager
+    def _one_status_update(self, rec: PodRecord, pod: dict) -> Iterator[None]:
+        """A pod sync reports the status it ends with, as a real kubelet's does: the starts within
+        it (a container marked running, then refused for its config) are never seen half-done."""
+        rec.held_status = {}
+        try:
+            yield
+        finally:
+            held, rec.held_status = rec.held_status, None
+            if "phase" not in held:  # no container ended the pod within the sync
+                held = {"phase": self._phase(rec), **held, **self._container_status(rec, pod)}
+            self._patch_status(rec, held)
+
+    @staticmethod
+    def _phase(rec: PodRecord) -> str:
+        """The kubelet's getPhase for a pod not yet ended: Pending while a container waits that
+        has never run (its config or creation refused); Running otherwise."""
+        never_ran = any(c.state == "waiting" and not c.last_terminated for c in rec.containers.values())
+        return "Pending" if never_ran else "Running"
 
     def _launch(self, rec: PodRecord, pod: dict, name: str) -> None:
         c = rec.containers[name]
@@ -157,12 +180,14 @@ class Kubelet:
         image = c.ctx.container.get("image", "")
         self.store.record_event(pod, "Pulled", f'Container image "{image}" already present on machine',
                                 component=KUBELET)
-        self.store.record_event(pod, "Created", f"Created container {c.name}", component=KUBELET)
         try:
             c.workload.start(c.ctx)
         except StartFailure as exc:
+            if exc.exit_code is not None:  # created, then its start failed; a refused config creates nothing
+                self.store.record_event(pod, "Created", f"Created container {c.name}", component=KUBELET)
             self._start_failed(rec, pod, name, exc)
             return
+        self.store.record_event(pod, "Created", f"Created container {c.name}", component=KUBELET)
         self.store.record_event(pod, "Started", f"Started container {c.name}", component=KUBELET)
 
     def _start_failed(self, rec: PodRecord, pod: dict, name: str, exc: StartFailure) -> None:
@@ -289,9 +314,9 @@ class Kubelet:
         c.state = "waiting"
         pod = self.store.get("pods", rec.namespace, rec.name)
         spec = next(x for x in pod["spec"]["containers"] if x["name"] == name)
-        self._run_container(rec, pod, spec)
-        self._patch_status(rec, {"phase": "Running", **self._container_status(rec, pod)})
-        self._launch(rec, pod, name)
+        with self._one_status_update(rec, pod):
+            self._run_container(rec, pod, spec)
+            self._launch(rec, pod, name)
 
     # -- graceful termination ----------------------------------------------------------------
     def _notice_deletion(self, rec: PodRecord) -> None:
@@ -402,6 +427,9 @@ class Kubelet:
                                **({"message": c.message} if c.message else {})}}
 
     def _patch_status(self, rec: PodRecord, status: dict) -> None:
+        if rec.held_status is not None:
+            rec.held_status.update(status)
+            return
         try:
             self.store.patch("pods", rec.namespace, rec.name, {"status": status}, subresource="status", copy=False)
         except ApiError as exc:

@@ -8,8 +8,13 @@ import re
 import time
 
 import pytest
+from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
-from process_rig import eventually, pid_alive, tiny_pod
+from process_rig import TINY, eventually, pid_alive, tiny_pod
+
+from stepgraph.twin import NodeConfig, Twin
+from stepgraph.twin.kubelet import CONFIG_RETRY
+from stepgraph.twin.process.runtime import ContainerMatch, Program
 
 
 def logs(core, name, **kw) -> str:
@@ -93,11 +98,39 @@ def test_a_missing_config_map_keeps_the_container_waiting(twin, core, tiny):
     assert waiting.message == 'configmap "absent" not found'
 
 
+def test_a_container_waiting_on_its_config_never_shows_as_created_started_or_running():
+    """A real kubelet builds a container's environment before it creates the container: a missing
+    config map is `CreateContainerConfigError` on a Pending pod, at the first try and at every
+    retry, with no `Created` event and never a moment in which the container looks started."""
+    with Twin(clock="virtual", node=NodeConfig(startup_delay=0.0)) as twin:
+        twin.processes.register(twin.workloads, "tiny", ContainerMatch(image="tiny"),
+                                Program(root=TINY.parent, mount="/app", entrypoint=("python3", "/app/tiny_program.py")))
+        api = twin.api_client()
+        try:
+            core = client.CoreV1Api(api)
+            since = core.list_namespaced_pod("default").metadata.resource_version
+            ref = [{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "absent", "key": "k"}}}]
+            core.create_namespaced_pod("default", tiny_pod("cfg", extra_env=ref))
+            for _ in range(3):  # the first start and two retries
+                twin.clock.advance(CONFIG_RETRY)
+            seen = [event["object"].status for event in
+                    watch.Watch().stream(core.list_namespaced_pod, "default", resource_version=since, timeout_seconds=1)]
+            reasons = sorted({e.reason for e in core.list_namespaced_event("default").items})
+        finally:
+            api.close()
+    states = [(s.phase, c.state.waiting.reason if c.state.waiting else c.state.to_dict(), c.started)
+              for s in seen for c in s.container_statuses or []]
+    assert states[-1] == ("Pending", "CreateContainerConfigError", False)
+    assert {state for state in states} == {("Pending", "ContainerCreating", False),
+                                           ("Pending", "CreateContainerConfigError", False)}
+    assert reasons == ["Failed", "Pulled", "Scheduled"]
+
+
 def test_a_command_line_that_would_skip_the_view_keeps_the_container_waiting_and_leaves_no_folder(twin, core, tiny):
     body = tiny_pod("isolated")
     body["spec"]["containers"][0]["command"] = ["python3", "-I", "/app/tiny_program.py"]
     core.create_namespaced_pod("default", body)
-    def refused():  # one read per look: the kubelet retries the start, so the state moves between reads
+    def refused():
         state = status(core, "isolated").state
         return state.waiting if state.waiting and state.waiting.reason == "CreateContainerConfigError" else None
     waiting = eventually(refused)
