@@ -98,6 +98,9 @@ _FROZE = pytest.StashKey[bool]()
 def pytest_configure(config: pytest.Config) -> None:
     global _runs_configured
     _runs_configured += 1
+    # The first of the run's cleanups to be added is the last to run: after pytest's own last
+    # collections of garbage, which then walk only what this run made, as in a run of its own.
+    config.add_cleanup(lambda: _unfreeze_for_the_outer_run(config))
     info = run_info(config)
     runid.begin(config)
     info.cleanup_budget_s = _cleanup_timeout(str(config.getoption("stepgraph_cleanup_timeout")))
@@ -178,11 +181,16 @@ def _from_last_shown(excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
     return excinfo.traceback
 
 
+def _unfreeze_for_the_outer_run(config: pytest.Config) -> None:
+    """A run inside a test of another run (pytester, an in-process run): once it is over, the
+    outer run's heap is collected as before."""
+    if config.stash.get(_FROZE, False) and _runs_configured:
+        gc.unfreeze()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _runs_configured
     _runs_configured -= 1
-    if config.stash.get(_FROZE, False) and _runs_configured:
-        gc.unfreeze()  # a run inside a test of another run: that run's heap is collected as before
     interrupts.uninstall()
     info = config.stash.get(RUN_INFO, None)
     if info is not None and info.starting:  # a run that started a target (or began to): say what it cleaned up
