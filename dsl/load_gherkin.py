@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import importlib.util
+import json
+import os
 import re
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, cast
-
-from gherkin.errors import CompositeParserException, ParserError
-from gherkin.parser import Parser
 
 from . import ir
 from .binder import Attachment, bind_joint, bind_text
+from .cache_dir import cache_root, keep, read_cached
 from .diagnostics import Diagnostic, Location
 from .gherkin_text import keyword_hint, text_problems
 from .phrases import JOINT_PHRASE, Window, joint_window
@@ -92,16 +96,70 @@ def parse_document(text: str) -> dict[str, Any]:
     the parse is the largest part of that, so they share one. A few recent texts are kept: a
     file is compiled and then collected straight away. Keyed by the text itself, so an edited
     file is never served stale. Readers must not change the document."""
-    return cast("dict[str, Any]", Parser().parse(text))
+    key = _document_key(text)
+    if key is not None and (kept := _kept_document(key)) is not None:
+        return kept
+    from gherkin.parser import Parser  # only a text not read before needs the parser
+
+    doc = cast("dict[str, Any]", Parser().parse(text))
+    if key is not None:
+        keep(_document_file(key), json.dumps(doc).encode())
+    return doc
+
+
+# The parse is the same every time for the same text and parser, and gherkin's pure-Python parser
+# costs more than all else compiling a file does. So what a text parses into (plain JSON data) is
+# kept on disk, named by the text, gherkin-official's release and the interpreter's. A text that
+# does not parse raises, and so is never kept: it is parsed again and reported as ever. Without
+# a release to name the parser by (gherkin not installed as a distribution), nothing is kept.
+
+
+@functools.cache
+def _parser_release() -> bytes | None:
+    spec = importlib.util.find_spec("gherkin")  # found without being imported
+    if spec is None or spec.origin is None:
+        return None
+    folder = Path(spec.origin).parents[1]
+    try:
+        releases = sorted(n for n in os.listdir(folder) if n.lower().startswith("gherkin_official-") and n.endswith(".dist-info"))
+    except OSError:
+        return None
+    if not releases:
+        return None
+    return hashlib.sha256(sys.version.encode() + b"\0" + "\0".join(releases).encode()).digest()
+
+
+def _document_key(text: str) -> str | None:
+    release = _parser_release()
+    return hashlib.sha256(release + text.encode()).hexdigest()[:32] if release is not None else None
+
+
+def _document_file(key: str) -> Path:
+    return cache_root() / "gherkin-document" / f"{key}.json"
+
+
+def _kept_document(key: str) -> dict[str, Any] | None:
+    kept = read_cached(_document_file(key))
+    if kept is None:
+        return None
+    try:
+        doc = json.loads(kept)
+    except ValueError:  # a file someone else wrote there: parse the text instead
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def load_gherkin(text: str, display: str, registry: Registry) -> tuple[ir.Feature | None, list[Diagnostic]]:
     try:
         doc = parse_document(text)
-    except CompositeParserException as exc:
-        return None, [_parse_diag(e, display) for e in exc.errors]
-    except ParserError as exc:
-        return None, [_parse_diag(exc, display)]
+    except Exception as exc:  # only a parse raises, so gherkin is imported by then
+        from gherkin.errors import CompositeParserException, ParserError
+
+        if isinstance(exc, CompositeParserException):
+            return None, [_parse_diag(e, display) for e in exc.errors]
+        if isinstance(exc, ParserError):
+            return None, [_parse_diag(exc, display)]
+        raise
     feature = doc.get("feature")
     if not feature:
         return None, [Diagnostic(Location(display), "no Feature in this file", "start it with `Feature: <name>`", "syntax")]

@@ -1,5 +1,6 @@
 """Collection parses each scenario file's Gherkin once: the compiler, the collector and pytest-bdd
-share one document (a YAML file's once too, as the `.feature` text it is rendered to)."""
+share one document (a YAML file's once too, as the `.feature` text it is rendered to); a second
+run parses none, reading the documents the first kept."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ steps:
 """
 
 
-def test_each_file_is_parsed_once(pytester: pytest.Pytester) -> None:
+def test_each_file_is_parsed_once(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STEPGRAPH_CACHE_DIR", str(pytester.path / "cache"))
     pytester.makeini("[pytest]\nstepgraph_paths = scenarios\n")
     pytester.makeconftest(CONFTEST)
     (pytester.path / "scenarios").mkdir()
@@ -55,3 +57,6 @@ def test_each_file_is_parsed_once(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=3)
     parses = json.loads((pytester.path / "parses.json").read_text())
     assert parses == {"Feature: Written in Gherkin": 1, "Feature: Written in YAML": 1}
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+    assert json.loads((pytester.path / "parses.json").read_text()) == {}
