@@ -6,18 +6,22 @@ ordering hazards (7). Checks 1–3 happen while loading.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Collection, Iterable
+from typing import TypeVar
 
 from .bindings import SAME_KIND_AS_SOURCE, Reads, Ref
 from .diagnostics import Diagnostic, Location
 from .files import NamesFile
 from .ir import Feature, JointCheck, Scenario, StepCall, step_calls
-from .registry import INCREMENTS, Registry
+from .registry import INCREMENTS, Params, Registry
 from .target import DEFAULT_TICK_SECONDS
 from .units import Duration
 
 #: Capabilities every target vocabulary shares; step declarations add their own `needs`.
 BASE_CAPABILITIES = frozenset({"k8s", "k8s-write", "nvml", "dcgm", "planner", "path-a", "path-b", "live"})
+
+M = TypeVar("M")
 
 
 def known_capabilities(registry: Registry) -> frozenset[str]:
@@ -74,10 +78,10 @@ def _dataflow(feature: Feature, registry: Registry) -> list[Diagnostic]:
 def _kinds(call: StepCall, bound: dict[str, tuple[StepCall, str | None]], registry: Registry) -> list[Diagnostic]:
     """A Ref field that reads a kind (`Reads("gpu")`) given a name bound to another kind."""
     diags = []
-    for field, info in type(call.params).model_fields.items():
-        wanted = next((m.kind for m in info.metadata if isinstance(m, Reads)), None)
+    for field, reads in _marked_fields(type(call.params), Reads):
+        wanted = reads.kind
         ref = getattr(call.params, field)
-        if wanted is None or not isinstance(ref, Ref) or ref.name not in bound:
+        if not isinstance(ref, Ref) or ref.name not in bound:
             continue
         producer, kind = bound[ref.name]
         if kind is None or kind == wanted:
@@ -96,6 +100,13 @@ def _kinds(call: StepCall, bound: dict[str, tuple[StepCall, str | None]], regist
     return diags
 
 
+@functools.cache  # a model's fields are fixed once its class is made
+def _marked_fields(model: type[Params], marker: type[M]) -> tuple[tuple[str, M], ...]:
+    """(field, its first `marker` annotation) for each field of `model` annotated with one."""
+    found = ((name, next((m for m in info.metadata if isinstance(m, marker)), None)) for name, info in model.model_fields.items())
+    return tuple((name, m) for name, m in found if m is not None)
+
+
 def _all_calls(feature: Feature) -> list[StepCall]:
     return [*step_calls(feature.background), *(c for s in feature.scenarios for c in step_calls(s.steps))]
 
@@ -105,10 +116,9 @@ def _files(feature: Feature) -> list[Diagnostic]:
     reaches the step after minutes of set-up."""
     diags = []
     for call in _all_calls(feature):
-        for field, info in type(call.params).model_fields.items():
-            names = next((m for m in info.metadata if isinstance(m, NamesFile)), None)
+        for field, names in _marked_fields(type(call.params), NamesFile):
             value = getattr(call.params, field)
-            if names is None or not isinstance(value, str):
+            if not isinstance(value, str):
                 continue
             problem = names.missing(value)
             if problem is not None:

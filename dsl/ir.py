@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .bindings import Ref
 from .diagnostics import Location
 from .phrases import JOINT_PHRASE, Window
 from .registry import Params, StepDecl
@@ -145,9 +146,13 @@ class Feature:
         return frozenset(self.tags.needs) | frozenset(scenario.tags.needs) | frozenset().union(*(c.decl.needs for c in calls))
 
 
-def _refs(value: Any) -> list[Any]:
-    from .bindings import Ref
+#: Values that hold no binding (most parameter values): read without the checks below.
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 
+
+def _refs(value: Any) -> list[Any]:
+    if type(value) in _PLAIN:
+        return []
     if isinstance(value, Ref):
         return [value]
     if isinstance(value, Params):

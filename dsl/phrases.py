@@ -30,11 +30,18 @@ def squeeze(text: str) -> str:
 
     Step text is compared word by word, but a quoted value is the user's own text: `"a  b"` keeps
     both spaces, so a value survives Gherkin → IR → Gherkin (and YAML) unchanged."""
+    if _SQUEEZABLE.search(text) is None:  # every run of whitespace is one space already
+        return text.strip()
     return _QUOTED_OR_SPACE.sub(lambda m: m.group(1) or " ", text).strip()
 
 
+#: Whitespace that `squeeze` would change, wherever it is: a character other than a space, or two.
+_SQUEEZABLE = re.compile(r"[^\S ]|  ")
+_ESCAPE = re.compile(r"\\(.)")
+
+
 def _unquote(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text[1:-1])
+    return _ESCAPE.sub(r"\1", text[1:-1]) if "\\" in text else text[1:-1]
 
 
 def _quote(value: Any) -> str:
@@ -171,8 +178,10 @@ class Phrase:
         if not text.startswith(self.prefix):
             return None
         m = self.regex.fullmatch(text)
-        if m is None:
-            return None
+        return self.values(m) if m is not None else None
+
+    def values(self, m: re.Match[str]) -> dict[str, Any]:
+        """The raw field values of a full match of `regex`."""
         return {slot.field: slot.type.parse(value) for slot, value in zip(self.slots, m.groups(), strict=True)}
 
     def loose_match(self, text: str) -> dict[str, str] | None:

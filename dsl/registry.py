@@ -164,11 +164,14 @@ class Registry:
         entries = self._candidates(squeezed)
         if window is not None:  # a check may read the text after its window
             entries = list({entry[0]: entry for entry in (*entries, *self._candidates(rest))}.values())
-        found = [
-            (added, m)
-            for added, prefix, decl in entries
-            if (window is not None or squeezed.startswith(prefix)) and (m := _match_squeezed(decl, squeezed, window, rest)) is not None
-        ]
+        if window is None:  # the common case, without a call per candidate
+            found = [
+                (added, Match(decl, decl.phrase.values(hit)))
+                for added, prefix, decl in entries
+                if squeezed.startswith(prefix) and (hit := decl.phrase.regex.fullmatch(squeezed)) is not None
+            ]
+        else:
+            found = [(added, m) for added, _, decl in entries if (m := _match_squeezed(decl, squeezed, window, rest)) is not None]
         if len(found) > 1:
             found.sort(key=lambda pair: pair[0])
         return [m for _, m in found]
