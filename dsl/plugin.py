@@ -93,6 +93,7 @@ def _cleanup_timeout(text: str) -> float:
 #: test runs pytest in-process (pytester), inside the run of the test suite.
 _runs_configured = 0
 _FROZE = pytest.StashKey[bool]()
+_OUTER_FROZE = pytest.StashKey[bool]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -108,6 +109,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if _HEAP_FROZEN_BY_INTERRUPT[0]:
         gc.unfreeze()  # what an interrupted earlier run in this process froze
         _HEAP_FROZEN_BY_INTERRUPT[0] = False
+    # A run inside another run whose heap is frozen (an in-process run in a test suite that froze
+    # its own) leaves the freezing to that run: its collections of garbage already walk only what
+    # was made since, and an unfreeze at its end would thaw the outer run's heap too.
+    config.stash[_OUTER_FROZE] = _runs_configured > 1 and gc.get_freeze_count() > 0
     stale = tempdirs.sweep_stale()  # what killed runs left in the temp directory
     if stale:
         info.cleanup.notes.append(f"removed {len(stale)} temp folder(s) of killed runs ({', '.join(p.name for p in stale)})")
@@ -151,7 +156,7 @@ class _InterruptWatch:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self.info.cleanup.interrupted:
+        if self.info.cleanup.interrupted and not config.stash.get(_OUTER_FROZE, False):
             # An interrupted run is over once its cleanup ran (the target is stopped): what is left
             # is walking the heap — pytest collects garbage twice more to find unraisable
             # exceptions and the interpreter once more at exit, most of a second on a loaded
@@ -256,8 +261,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     nothing already unreachable is kept from them."""
     if any(ITEM_SCENARIO in item.stash for item in session.items):
         gc.collect()
-        gc.freeze()
-        session.config.stash[_FROZE] = True
+        if not session.config.stash.get(_OUTER_FROZE, False):
+            gc.freeze()
+            session.config.stash[_FROZE] = True
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from _pytest.pytester import SysModulesSnapshot
+from frozen_heap import freeze_what_lives
 from xdist_groups import group_shared_results
 
 from stepgraph.dsl import REGISTRY, interrupts, phrases, runid
@@ -82,6 +83,7 @@ def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
         # A run's Ctrl-C is its own, as a subprocess's would be: its exit code says so. (Re-raising
         # it also breaks on a run that pytest.exit()s with code 2 before pytester's recorder starts.)
         kwargs.setdefault("no_reraise_ctrlc", True)
+        freeze_what_lives()
         with run_state_of_its_own():
             return inline_run(*args, **kwargs)
 

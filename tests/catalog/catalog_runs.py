@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from frozen_heap import freeze_what_lives
 from outcome_recorder import OutcomeRecorder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +40,7 @@ def run_catalog(*args: str, files: tuple[str, ...] = (), plugins: tuple[object, 
     """
     recorder = OutcomeRecorder()
     paths = [str(CATALOG / f) for f in files] or [str(CATALOG)]
+    freeze_what_lives()
     code = pytest.main(
         [*paths, "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "-p", "no:cacheprovider", "-p", "no:terminal", *args],
         plugins=[recorder, *plugins],

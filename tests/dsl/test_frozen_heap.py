@@ -65,3 +65,33 @@ def test_a_run_inside_a_test_leaves_the_heap_unfrozen(pytester: pytest.Pytester)
     pytester.makepyfile(test_nested=NESTED)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_nested.py")
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
+
+
+NESTED_IN_A_FROZEN_RUN = """
+import gc
+
+import pytest
+
+
+def test_a_run_inside_this_frozen_one():
+    gc.collect()
+    gc.freeze()
+    assert pytest.main(["-q", "-p", "no:cacheprovider", "--target", "local", "-c", "inner/pytest.ini", "inner"]) == 0
+    assert gc.get_freeze_count() > 0, "the inner run thawed the outer run's heap"
+"""
+
+
+def test_a_run_inside_a_frozen_run_leaves_the_heap_frozen_and_still_reports_finalizers(pytester: pytest.Pytester) -> None:
+    # The outer run froze its heap (as the test suite does before its in-process runs): the inner
+    # run leaves the freezing to it, and still reports what the finalizers of its garbage raise.
+    inner = pytester.path / "inner"
+    (inner / "scenarios").mkdir(parents=True)
+    (inner / "pytest.ini").write_text("[pytest]\nstepgraph_paths = scenarios\n")
+    (inner / "conftest.py").write_text(LIBRARY)
+    (inner / "scenarios" / "f.feature").write_text("Feature: F\n  Scenario: S\n    When a step drops a cycle\n")
+    pytester.makepyfile(test_nested=NESTED_IN_A_FROZEN_RUN)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "test_nested.py")
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == 0, output
+    assert "RuntimeError: the finalizer of what collection made raised" in output
+    assert "RuntimeError: the finalizer of what a step made raised" in output

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from frozen_heap import freeze_what_lives
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
@@ -55,5 +56,6 @@ def run_files(files: list[str], world: str, faults: dict | None = None, *extra: 
              "-o", f"stepgraph_paths={SCENARIOS}", "--target-option", f"world={world}"]
     if faults:
         args += ["--target-option", "faults=" + json.dumps(faults)]
+    freeze_what_lives()
     pytest.main([*args, *extra], plugins=[recorder])
     return recorder
