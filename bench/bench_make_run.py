@@ -5,10 +5,14 @@
 Runs the same command as the Makefile's `run` target (the four worlds of the test plan, merged
 reports and trace) N times into one temporary reports folder, as `make run` writes `reports/` each
 time: every run after the first has the last one's results (its baseline, and the order its worlds
-start in, longest first). With `--fresh`, each run gets a new folder, as the first run of a fresh
-clone. It prints each run's wall time, its CPU time (user + system of every process of the run,
-from `wait4`), the medians, and the machine's load average before each run. The box is shared: the
-load says how much of the wall time is other people's work, and the CPU time is the run's own.
+start in, longest first). With `--fresh`, each run is the first `make run` of a new clone on a new
+machine: a new reports folder, an empty cache folder (`STEPGRAPH_CACHE_DIR`: the kept YAML
+structures, design-doc ids and twin validators are derived again) and none of the package's
+compiled modules (the `__pycache__` folders of the editable install's build/__editable__… tree,
+which pip does not compile, are removed before the run). It prints each run's wall time, its CPU
+time (user + system of every process of the run, from `wait4`), the medians, and the machine's
+load average before each run. The box is shared: the load says how much of the wall time is other
+people's work, and the CPU time is the run's own.
 Virtual seconds per world: bench/bench_catalog.py.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -28,12 +33,21 @@ ROOT = Path(__file__).resolve().parents[1]
 WORLDS = ("path-b", "path-b-dcgm", "path-a", "path-a-dcgm")
 
 
+def forget_compiled_package() -> int:
+    """Remove the compiled modules of the editable install's tree (what a new clone has not got
+    yet); the number of folders removed."""
+    folders = [p for p in (ROOT / "build").glob("__editable__*/**/__pycache__") if p.is_dir()]
+    for folder in folders:
+        shutil.rmtree(folder)
+    return len(folders)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--fresh", action="store_true",
-                        help="each run into a new reports folder, as the first `make run` of a fresh clone")
+                        help="each run as the first `make run` of a new clone: new reports and cache folders, no compiled package modules")
     options = parser.parse_args(argv)
     stepgraph = Path(sys.executable).with_name("stepgraph")
     walls, cpus = [], []
@@ -43,9 +57,12 @@ def main(argv: list[str] | None = None) -> int:
             tmp = shared or stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-make-run-"))
             command = [str(stepgraph), "run", "--reports", tmp, "--jobs", str(options.jobs),
                        *[a for w in WORLDS for a in ("--world", w)], "--", "--gherkin-terminal-reporter", "-vv"]
-            load = os.getloadavg()[0]
             # As the Makefile's `run` target: Python's default of keeping bytecode caches.
             env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            if options.fresh:
+                env["STEPGRAPH_CACHE_DIR"] = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-make-run-cache-"))
+                forget_compiled_package()
+            load = os.getloadavg()[0]
             done = run_process(command, ROOT, env, check=False)
             walls.append(done.wall_s)
             cpus.append(done.cpu_s)
