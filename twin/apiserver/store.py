@@ -57,7 +57,7 @@ class Store:
         self.snapshots = ListSnapshots(clock)
         self._lock = threading.RLock()
         self._dispatcher = Dispatcher(self._lock)
-        self._posted_events: OrderedDict[tuple, str] = OrderedDict()  # see record_event
+        self._posted_events: OrderedDict[tuple, list] = OrderedDict()  # [name, count] (see record_event)
         # Events by when they run out, (due, key, resourceVersion) in write order: one TTL for
         # all, so the order of writes is the order of expiry and one timer serves them all.
         self._event_ttl = event_ttl
@@ -536,28 +536,33 @@ class Store:
         md = involved["metadata"]
         ns = md.get("namespace") or "default"
         # client-go's recorder counts a repeat of an identical Event on the one it posted before
-        # (its EventCorrelator keys them so, in an LRU of 4,096), instead of posting a new one
+        # (its EventCorrelator keys them so, in an LRU of 4,096), instead of posting a new one.
+        # Only the count is taken under the lock: the writes deliver to subscribers, which must
+        # run with it released (see dispatch.py).
         same = (component, involved.get("kind"), md.get("namespace"), md["name"], md.get("uid"),
                 involved.get("apiVersion"), type, reason, message)
         with self._lock:
             posted = self._posted_events.get(same)
             if posted is not None:
-                try:
-                    count = self.get("events", ns, posted, copy=False).get("count") or 1
-                    self._posted_events.move_to_end(same)
-                    return self.patch("events", ns, posted, {"count": count + 1, "lastTimestamp":
-                                      objects.timestamp(self.clock.wall())}, copy=False)
-                except ApiError:  # expired or deleted: the repeat is a new Event
-                    del self._posted_events[same]
-            body = objects.event_body(involved, reason, message, type, component, self.clock.wall(), self._rng)
+                posted[1] += 1
+                self._posted_events.move_to_end(same)
+                name, count = posted
+        if posted is not None:
             try:
-                stored = self.create("events", ns, body, copy=False)
-            except ApiError:  # namespace terminating: events are best-effort, as on a real cluster
-                return body
-            self._posted_events[same] = stored["metadata"]["name"]
+                return self.patch("events", ns, name, {"count": count, "lastTimestamp": objects.timestamp(self.clock.wall())},
+                                  copy=False)
+            except ApiError:  # expired or deleted: the repeat is a new Event
+                pass
+        body = objects.event_body(involved, reason, message, type, component, self.clock.wall(), self._rng)
+        try:
+            stored = self.create("events", ns, body, copy=False)
+        except ApiError:  # namespace terminating: events are best-effort, as on a real cluster
+            return body
+        with self._lock:
+            self._posted_events[same] = [stored["metadata"]["name"], 1]
             if len(self._posted_events) > 4096:
                 self._posted_events.popitem(last=False)
-            return stored
+        return stored
 
 
 def _key(obj: dict) -> tuple[str, str]:
