@@ -230,17 +230,23 @@ class Store:
         rtype = self.rtype(resource)
         kind = {"merge": patches.MERGE_PATCH, "strategic": patches.STRATEGIC_PATCH,
                 "json": patches.JSON_PATCH, "apply": patches.APPLY_PATCH}.get(patch_type, patch_type)
-        with self._lock:
-            ns = namespace if rtype.namespaced else None
-            if kind == patches.APPLY_PATCH and (ns or "", name) not in self._bucket(rtype) and subresource is None:
-                body = patch if isinstance(patch, dict) else {}
-                if (body.get("metadata") or {}).get("name") not in (None, name):
-                    raise bad_request(f"the name of the object ({body['metadata']['name']}) does not match the name on the URL ({name})")
-                body = {**body, "metadata": {**(body.get("metadata") or {}), "name": name}}
-                body = fieldmanager.apply(None, body, field_manager or "", force, rtype.api_version(version),
-                                          objects.timestamp(self.clock.wall()))
+        ns = namespace if rtype.namespaced else None
+        if kind == patches.APPLY_PATCH and subresource is None and (ns or "", name) not in self._bucket(rtype):
+            body = patch if isinstance(patch, dict) else {}
+            if (body.get("metadata") or {}).get("name") not in (None, name):
+                raise bad_request(f"the name of the object ({body['metadata']['name']}) does not match the name on the URL ({name})")
+            body = {**body, "metadata": {**(body.get("metadata") or {}), "name": name}}
+            body = fieldmanager.apply(None, body, field_manager or "", force, rtype.api_version(version),
+                                      objects.timestamp(self.clock.wall()))
+            # Not under the lock: a write delivers to subscribers, which run with it released.
+            try:
                 return self.create(rtype, namespace, body, version=version, strict=strict, warnings=warnings,
                                    dry_run=dry_run, copy=copy)
+            except ApiError as exc:
+                if exc.code != 409:
+                    raise
+                # created meanwhile by another writer: the apply goes to that object
+        with self._lock:
             old = self._current(rtype, ns, name)
             # Merge, JSON and strategic patches build a new object and leave their input alone;
             # server-side apply gets a copy of its own.

@@ -5,8 +5,6 @@ Once the first has expired, a repeat starts a new one."""
 
 from __future__ import annotations
 
-import threading
-
 from stepgraph.twin.apiserver.store import EVENT_TTL_SECONDS
 
 POD = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "namespace": "default", "uid": "u-1"}}
@@ -33,24 +31,3 @@ def test_a_repeat_after_the_event_expired_is_a_new_event(twin, core):
     [event] = core.list_namespaced_event("default").items
     assert event.count == 1
 
-
-def test_events_posted_while_other_threads_write_never_deadlock(twin):
-    # The kubelet posts Events from the clock's thread while the API server writes from its own,
-    # and each write delivers to subscribers on the writing thread: counting a repeat must not
-    # hold the store's lock across a write, or the two threads wait on each other for ever.
-    twin.store.subscribe("configmaps", lambda etype, obj: twin.store.record_event(POD, "Seen", obj["metadata"]["name"]))
-    stop = threading.Event()
-
-    def post() -> None:
-        while not stop.is_set():
-            twin.store.record_event(POD, "Tick", "the same message")
-
-    poster = threading.Thread(target=post, daemon=True)
-    poster.start()
-    writer = threading.Thread(target=lambda: [twin.store.create("configmaps", "default", {"metadata": {"name": f"c{i}"}})
-                                              for i in range(300)], daemon=True)
-    writer.start()
-    writer.join(timeout=30)
-    stop.set()
-    poster.join(timeout=30)
-    assert not writer.is_alive() and not poster.is_alive(), "the store's writers deadlocked"
