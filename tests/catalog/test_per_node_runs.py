@@ -6,13 +6,16 @@ turns exactly that node's column red."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from frozen_heap import freeze_what_lives
 
+from stepgraph.dsl.cli import main
 from stepgraph.dsl.nodes import node_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,6 +37,25 @@ def stepgraph_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
         [sys.executable, "-m", "stepgraph.dsl.cli", "run", str(CATALOG / "nvml_caps.feature"),
          str(CATALOG / "applied_limit_metric.yaml"), "--world", str(world), *args, "--", "-q", "-p", "no:cacheprovider"],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+
+
+def stepgraph_run_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                             *args: str) -> tuple[int, str, str]:
+    """`stepgraph_run`'s command in this process (it runs pytest in its own process too, with one
+    world and no workers) → exit code, stdout, stderr."""
+    world = tmp_path / "three.yaml"
+    world.write_text(WORLD)
+    monkeypatch.chdir(ROOT)
+    freeze_what_lives()
+    environ = dict(os.environ)  # the command sets the node selector for the targets, as a process of its own would
+    try:
+        code = main(["run", str(CATALOG / "nvml_caps.feature"), str(CATALOG / "applied_limit_metric.yaml"),
+                     "--world", str(world), *args, "--", "-q", "-p", "no:cacheprovider"])
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")
@@ -72,15 +94,16 @@ def test_the_trace_has_one_column_per_node(per_node):
     assert header.count("twin / three, node n") == 3 and "node other" not in header
 
 
-def test_a_selector_no_node_matches_stops_the_run_with_one_line_and_exit_2(tmp_path):
-    done = stepgraph_run(tmp_path, "--nodes", "gpu=none", "--workers", "0")
-    assert done.returncode == 2
-    assert "no node of target 'twin' matches --nodes 'gpu=none' — check the labels" in done.stdout + done.stderr
+def test_a_selector_no_node_matches_stops_the_run_with_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    code, out, err = stepgraph_run_in_process(tmp_path, capsys, monkeypatch, "--nodes", "gpu=none", "--workers", "0")
+    assert code == 2
+    assert "no node of target 'twin' matches --nodes 'gpu=none' — check the labels" in out + err
 
 
-def test_a_bad_workers_count_is_a_usage_error(tmp_path):
-    done = stepgraph_run(tmp_path, "--nodes", "power-test/node=target", "--workers", "many")
-    assert done.returncode == 2 and "--workers 'many' is not a number of processes" in done.stderr
+def test_a_bad_workers_count_is_a_usage_error(tmp_path, capsys, monkeypatch):
+    code, _, err = stepgraph_run_in_process(tmp_path, capsys, monkeypatch, "--nodes", "power-test/node=target",
+                                            "--workers", "many")
+    assert code == 2 and "--workers 'many' is not a number of processes" in err
 
 
 @pytest.mark.parametrize("nodeid, node", [
