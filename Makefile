@@ -62,8 +62,10 @@ test-code: $(LINKS)
 	$(BIN)/deptry .
 	$(MYPY)
 
+# One worker more than cores: the world runs' tests wait on the twin's real clock and on programs
+# they start, and the extra worker uses a core while another waits.
 test-pytest: $(LINKS)
-	$(BIN)/pytest tests -q -p no:cacheprovider -n auto --dist loadgroup
+	$(BIN)/pytest tests -q -p no:cacheprovider -n $$(( $$(nproc) + 1 )) --dist loadgroup
 
 # mypy (with the pydantic plugin, configured in pyproject.toml) over the four packages, as the
 # strict editable install lays them out; `test` runs it with the other code checks.

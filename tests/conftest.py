@@ -1,6 +1,6 @@
 """What every test folder shares: the grouping of tests for pytest-xdist, and `pytester`.
 
-Under pytest-xdist (`make test`: `-n auto --dist loadgroup`) the tests sharing a result computed
+Under pytest-xdist (`make test`: one worker more than cores, `--dist loadgroup`) the tests sharing a result computed
 once per process are one group, run by one worker (`xdist_groups.py`).
 
 `pytester` is the standard one, with in-process runs made as independent of the test process as
