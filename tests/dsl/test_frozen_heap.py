@@ -54,14 +54,19 @@ def test_a_run_inside_this_one():
 """
 
 
-def test_a_run_inside_a_test_leaves_the_heap_unfrozen(pytester: pytest.Pytester) -> None:
-    # The outer run collects no scenario, so it freezes nothing; the inner one does, and must
-    # unfreeze at its end, or the outer run's garbage from before would never be collected.
+def _inner_project(pytester: pytest.Pytester) -> None:
+    """`inner/`: a project with one scenario whose step drops a reference cycle."""
     inner = pytester.path / "inner"
     (inner / "scenarios").mkdir(parents=True)
     (inner / "pytest.ini").write_text("[pytest]\nstepgraph_paths = scenarios\n")
     (inner / "conftest.py").write_text(LIBRARY)
     (inner / "scenarios" / "f.feature").write_text("Feature: F\n  Scenario: S\n    When a step drops a cycle\n")
+
+
+def test_a_run_inside_a_test_leaves_the_heap_unfrozen(pytester: pytest.Pytester) -> None:
+    # The outer run collects no scenario, so it freezes nothing; the inner one does, and must
+    # unfreeze at its end, or the outer run's garbage from before would never be collected.
+    _inner_project(pytester)
     pytester.makepyfile(test_nested=NESTED)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_nested.py")
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
@@ -84,11 +89,7 @@ def test_a_run_inside_this_frozen_one():
 def test_a_run_inside_a_frozen_run_leaves_the_heap_frozen_and_still_reports_finalizers(pytester: pytest.Pytester) -> None:
     # The outer run froze its heap (as the test suite does before its in-process runs): the inner
     # run leaves the freezing to it, and still reports what the finalizers of its garbage raise.
-    inner = pytester.path / "inner"
-    (inner / "scenarios").mkdir(parents=True)
-    (inner / "pytest.ini").write_text("[pytest]\nstepgraph_paths = scenarios\n")
-    (inner / "conftest.py").write_text(LIBRARY)
-    (inner / "scenarios" / "f.feature").write_text("Feature: F\n  Scenario: S\n    When a step drops a cycle\n")
+    _inner_project(pytester)
     pytester.makepyfile(test_nested=NESTED_IN_A_FROZEN_RUN)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "test_nested.py")
     output = result.stdout.str() + result.stderr.str()
