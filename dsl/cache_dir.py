@@ -9,9 +9,12 @@ folder that cannot be written only means nothing is kept.
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 CACHE_ENV = "STEPGRAPH_CACHE_DIR"
 
@@ -21,11 +24,31 @@ def cache_root() -> Path:
     return Path(base) / "stepgraph"
 
 
-def read_cached(path: Path) -> bytes | None:
+def read_kept_json(path: Path) -> Any:
+    """What `path` keeps, read as JSON; None when nothing is kept there, or what is there is not
+    JSON (a file someone else wrote: the caller derives its value again). Callers check the shape."""
     try:
-        return path.read_bytes()
-    except OSError:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError):
         return None
+
+
+def keep_json(path: Path, value: Any) -> None:
+    keep(path, json.dumps(value).encode())
+
+
+def installed_releases(package: str, prefixes: tuple[str, ...]) -> list[str]:
+    """The `.dist-info` folders beside `package` (found without importing it) whose names begin
+    with one of `prefixes` (lower case), sorted: what names the installed release of a parser."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return []
+    folder = Path(spec.origin).parents[package.count(".") + 1]  # the folder the top-level package is in
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(n for n in names if n.lower().startswith(prefixes) and n.endswith(".dist-info"))
 
 
 def keep(path: Path, data: bytes) -> None:

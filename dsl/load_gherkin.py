@@ -5,9 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import importlib.util
-import json
-import os
 import re
 import sys
 from collections.abc import Mapping
@@ -16,7 +13,7 @@ from typing import Any, cast
 
 from . import ir
 from .binder import Attachment, bind_joint, bind_text
-from .cache_dir import cache_root, keep, read_cached
+from .cache_dir import cache_root, installed_releases, keep_json, read_kept_json
 from .diagnostics import Diagnostic, Location
 from .gherkin_text import keyword_hint, text_problems
 from .phrases import JOINT_PHRASE, Window, joint_window
@@ -103,7 +100,7 @@ def parse_document(text: str) -> dict[str, Any]:
 
     doc = cast("dict[str, Any]", Parser().parse(text))
     if key is not None:
-        keep(_document_file(key), json.dumps(doc).encode())
+        keep_json(_document_file(key), doc)
     return doc
 
 
@@ -116,14 +113,7 @@ def parse_document(text: str) -> dict[str, Any]:
 
 @functools.cache
 def _parser_release() -> bytes | None:
-    spec = importlib.util.find_spec("gherkin")  # found without being imported
-    if spec is None or spec.origin is None:
-        return None
-    folder = Path(spec.origin).parents[1]
-    try:
-        releases = sorted(n for n in os.listdir(folder) if n.lower().startswith("gherkin_official-") and n.endswith(".dist-info"))
-    except OSError:
-        return None
+    releases = installed_releases("gherkin", ("gherkin_official-",))
     if not releases:
         return None
     return hashlib.sha256(sys.version.encode() + b"\0" + "\0".join(releases).encode()).digest()
@@ -139,14 +129,8 @@ def _document_file(key: str) -> Path:
 
 
 def _kept_document(key: str) -> dict[str, Any] | None:
-    kept = read_cached(_document_file(key))
-    if kept is None:
-        return None
-    try:
-        doc = json.loads(kept)
-    except ValueError:  # a file someone else wrote there: parse the text instead
-        return None
-    return doc if isinstance(doc, dict) else None
+    doc = read_kept_json(_document_file(key))
+    return doc if isinstance(doc, dict) else None  # anything else there is someone else's file: parse the text
 
 
 def load_gherkin(text: str, display: str, registry: Registry) -> tuple[ir.Feature | None, list[Diagnostic]]:

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
-import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from . import ir
 from .binder import gherkin_form_problem, joint_member_problem, make_call, suggest_key
 from .bindings import is_ref_text
-from .cache_dir import cache_root, keep, read_cached
+from .cache_dir import cache_root, installed_releases, keep_json, read_kept_json
 from .diagnostics import Diagnostic, Location
 from .gherkin_text import BLOCK_KEYWORDS, STEP_KEYWORDS
 from .load_gherkin import description_text
@@ -107,12 +104,7 @@ def _structure_readers() -> bytes:
     here = Path(__file__).parent
     for name in _STRUCTURE_CODE:
         key.update(name.encode() + b"\0" + (here / name).read_bytes())
-    releases: set[str] = set()
-    for package in ("ruamel.yaml", "jsonschema", "referencing"):
-        spec = importlib.util.find_spec(package)  # found without being imported
-        if spec is not None and spec.origin is not None:
-            folder = Path(spec.origin).parents[2 if package == "ruamel.yaml" else 1]
-            releases.update(n for n in os.listdir(folder) if n.lower().startswith(_STRUCTURE_RELEASES) and n.endswith(".dist-info"))
+    releases = {n for package in ("ruamel.yaml", "jsonschema", "referencing") for n in installed_releases(package, _STRUCTURE_RELEASES)}
     key.update("\0".join(sorted(releases)).encode())
     return key.digest()
 
@@ -126,21 +118,20 @@ def _structure_file(key: str) -> Path:
 
 
 def _kept_structure(key: str, display: str) -> tuple[dict[str, Any], dict[Path_, Location]] | None:
-    kept = read_cached(_structure_file(key))
-    if kept is None:
+    found = read_kept_json(_structure_file(key))
+    if found is None:
         return None
     try:
-        found = json.loads(kept)
         data = found["data"]
         positions = {tuple(path): Location(display, line, column) for path, line, column in found["positions"]}
-    except (ValueError, KeyError, TypeError):  # a file someone else wrote there: read the text instead
+    except (ValueError, KeyError, TypeError):  # JSON someone else wrote there: read the text instead
         return None
     return (data, positions) if isinstance(data, dict) else None
 
 
 def _keep_structure(key: str, data: dict[str, Any], positions: dict[Path_, Location]) -> None:
     found = {"data": data, "positions": [[list(path), where.line, where.column] for path, where in positions.items()]}
-    keep(_structure_file(key), json.dumps(found).encode())
+    keep_json(_structure_file(key), found)
 
 
 def _expect_rule(err: Any) -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import re
 import sys
 from collections.abc import Iterable
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stepgraph.dsl.cache_dir import cache_root, keep, read_cached
+from stepgraph.dsl.cache_dir import cache_root, keep_json, read_kept_json
 from stepgraph.dsl.reports.errors import InputError, read_text
 
 if TYPE_CHECKING:
@@ -230,18 +229,13 @@ def requirement_ids(path: str | Path) -> set[str]:
     except OSError:
         return set(parse_design_doc(path).requirements)
     kept = cache_root() / "design-ids" / f"{_ids_key(data, Path(path).suffix.lower())}.json"
-    cached = read_cached(kept)
-    if cached is not None:
-        try:
-            kept_ids = json.loads(cached)
-        except ValueError:
-            kept_ids = None
-        # only what this function writes is taken: anything else there is someone else's file,
-        # and the document is read instead
-        if isinstance(kept_ids, list) and all(isinstance(i, str) for i in kept_ids):
-            return set(kept_ids)
+    kept_ids = read_kept_json(kept)
+    # only what this function writes is taken: anything else there is someone else's file, and
+    # the document is read instead
+    if isinstance(kept_ids, list) and all(isinstance(i, str) for i in kept_ids):
+        return set(kept_ids)
     ids = set(parse_design_doc(path).requirements)
-    keep(kept, json.dumps(sorted(ids)).encode())
+    keep_json(kept, sorted(ids))
     return ids
 
 
