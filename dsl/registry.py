@@ -162,15 +162,14 @@ class Registry:
         window, rest = split_window(text)  # with a window, `rest` comes squeezed
         squeezed = squeeze(text)
         entries = self._candidates(squeezed)
-        if window is not None:  # a check may read the text after its window
-            entries = list({entry[0]: entry for entry in (*entries, *self._candidates(rest))}.values())
         if window is None:  # the common case, without a call per candidate
             found = [
                 (added, Match(decl, decl.phrase.values(hit)))
                 for added, prefix, decl in entries
                 if squeezed.startswith(prefix) and (hit := decl.phrase.regex.fullmatch(squeezed)) is not None
             ]
-        else:
+        else:  # a check may read the text after its window
+            entries = list({entry[0]: entry for entry in (*entries, *self._candidates(rest))}.values())
             found = [(added, m) for added, _, decl in entries if (m := _match_squeezed(decl, squeezed, window, rest)) is not None]
         if len(found) > 1:
             found.sort(key=lambda pair: pair[0])
