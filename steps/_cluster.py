@@ -178,23 +178,25 @@ class Cluster:
     # -- pods ----------------------------------------------------------------------------------
 
     def pods(self, label_selector: str, *, on_node: bool = True, namespace: str | None = None) -> list[client.V1Pod]:
-        on_this_node = f"spec.nodeName={self.node}" if on_node and self.node else None
-        namespace = namespace or self.namespace
-        with translated(f"list pods {label_selector!r} in {namespace}"):
-            kwargs = {"field_selector": on_this_node} if on_this_node else {}
-            return list(self.core.list_namespaced_pod(namespace, label_selector=label_selector, **kwargs).items)
+        return self._list_pods(label_selector, on_node, namespace, as_json=False)
 
     def pod_summaries(self, label_selector: str, *, on_node: bool = True, namespace: str | None = None) -> list[PodSummary]:
         """The same list as `pods`, read as the API's JSON into the few fields most checks need:
         the client's models deserialise every field of every pod (about 0.3 ms a pod), and the
         waits for pods to start or go list them again and again."""
+        return [PodSummary.of(item) for item in self._list_pods(label_selector, on_node, namespace, as_json=True)]
+
+    def _list_pods(self, label_selector: str, on_node: bool, namespace: str | None, *, as_json: bool) -> list[Any]:
+        """The pods of `label_selector` (on the test node unless not `on_node`): the client's
+        models, or with `as_json` the API's JSON objects."""
         on_this_node = f"spec.nodeName={self.node}" if on_node and self.node else None
         namespace = namespace or self.namespace
         with translated(f"list pods {label_selector!r} in {namespace}"):
             kwargs = {"field_selector": on_this_node} if on_this_node else {}
-            response = self.core.list_namespaced_pod(namespace, label_selector=label_selector, _preload_content=False, **kwargs)
-            items = json.loads(response.data)["items"] or []
-        return [PodSummary.of(item) for item in items]
+            if as_json:
+                response = self.core.list_namespaced_pod(namespace, label_selector=label_selector, _preload_content=False, **kwargs)
+                return json.loads(response.data)["items"] or []
+            return list(self.core.list_namespaced_pod(namespace, label_selector=label_selector, **kwargs).items)
 
     def system_pods(self, label_selector: str) -> list[client.V1Pod]:
         """Pods of the system under test (agent, hostengine) on the test node."""

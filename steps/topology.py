@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from stepgraph.dsl import CheckFailed, NoParams, Params, StepContext, given, when
 
 from ._clients import translated
-from ._cluster import DGD_LABEL, PLANNER_SELECTOR, WORKER_SELECTOR, cluster
+from ._cluster import DGD_LABEL, PLANNER_SELECTOR, WORKER_SELECTOR, PodSummary, cluster
 from .k8s import OWNS_GPU_CAPS, ObjectRef, apply_documents, delete_objects, manifest_documents, sweep_leftovers
 from .nvml import restore_defaults
 
@@ -122,11 +122,16 @@ class DgdParams(Params):
 
 
 def _workers_of(ctx: StepContext, dgd: str) -> list[client.V1Pod]:
+    """The DGD's worker pods as the client's models (to copy them whole); `_worker_summaries` to check them."""
     return [p for p in cluster(ctx).pods(WORKER_SELECTOR, on_node=False) if (p.metadata.labels or {}).get(DGD_LABEL) == dgd]
 
 
+def _worker_summaries(ctx: StepContext, dgd: str) -> list[PodSummary]:
+    return [p for p in cluster(ctx).pod_summaries(WORKER_SELECTOR, on_node=False) if p.labels.get(DGD_LABEL) == dgd]
+
+
 def _workers_gone(ctx: StepContext, dgd: str) -> None:
-    left = [p.name for p in cluster(ctx).pod_summaries(WORKER_SELECTOR, on_node=False) if p.labels.get(DGD_LABEL) == dgd]
+    left = [p.name for p in _worker_summaries(ctx, dgd)]
     if left:
         raise CheckFailed(f"the worker pods of {dgd} gone", expected="none", observed=left)
 
@@ -143,10 +148,10 @@ def _bring_back(ctx: StepContext, params: DgdParams, saved: dict[str, Any]) -> N
             c.core.create_namespaced_pod(c.namespace, body)
 
     def running() -> None:
-        pods = _workers_of(ctx, params.dgd)
-        if len(pods) != saved["count"] or any(not p.status or p.status.phase != "Running" for p in pods):
+        pods = _worker_summaries(ctx, params.dgd)
+        if len(pods) != saved["count"] or any(p.phase != "Running" for p in pods):
             raise CheckFailed(f"the worker pods of {params.dgd} running again", expected=f"{saved['count']} running",
-                              observed={p.metadata.name: p.status.phase if p.status else None for p in pods} or "none")
+                              observed={p.name: p.phase for p in pods} or "none")
 
     ctx.eventually(running, STARTUP_DEADLINE_S, interval=5.0, description=f"the workers of {params.dgd} back")
 
