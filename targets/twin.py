@@ -228,7 +228,8 @@ class TwinTarget:
         """Import the cluster, and the official client the steps reach it with, so that the world
         processes `stepgraph run` forks after this start with them loaded, not each on its own.
         The client loads each API class and model on first use; these are the ones every world's
-        steps use (the agent's pods, the DaemonSets, the DGD custom objects, RBAC)."""
+        steps use (the agent's pods, the DaemonSets, the DGD custom objects, RBAC). The API server's
+        checks of the kinds every world writes are built here too, for the same reason."""
         import kubernetes.config
         import kubernetes.dynamic
         import kubernetes.stream
@@ -237,7 +238,9 @@ class TwinTarget:
         from kubernetes import client
 
         from stepgraph.twin import world_install  # noqa: F401
+        from stepgraph.twin.apiserver import schemas
 
+        schemas.preload()
         for name in ("CoreV1Api", "AppsV1Api", "CustomObjectsApi", "RbacAuthorizationV1Api", "BatchV1Api",
                      "V1Pod", "V1PodList", "V1Node", "V1NodeList", "V1ConfigMap", "V1DaemonSet", "V1Status"):
             getattr(client, name)

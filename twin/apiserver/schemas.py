@@ -121,6 +121,26 @@ def _validator_code(name: str) -> types.CodeType:
     return code
 
 
+# The built-in kinds a twin world writes as it starts and as its scenarios run (its node, the
+# agent's DaemonSet and RBAC, workers' pods, their Events, the DGD CRD and the like).
+WORLD_KINDS = (("", "v1", "Pod"), ("", "v1", "Event"), ("", "v1", "Node"), ("", "v1", "Namespace"),
+               ("", "v1", "ConfigMap"), ("", "v1", "Service"), ("", "v1", "ServiceAccount"), ("apps", "v1", "DaemonSet"),
+               ("rbac.authorization.k8s.io", "v1", "ClusterRole"), ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+               ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"))
+
+
+def preload() -> None:
+    """Build what checking the kinds of WORLD_KINDS takes: the schema definitions, their lean form
+    and each kind's compiled validator (~0.12 CPU-s in all). A process that forks one process per
+    world (`stepgraph run` with several worlds) calls it first, so that the worlds share one copy
+    instead of each building its own."""
+    for gvk in WORLD_KINDS:
+        name = definition_name(*gvk)
+        if name is not None:
+            _compiled(name)
+            _fieldwise(name)
+
+
 # A generated `"…[{data__x}]".format(**locals())` names a list item for an error message, and it
 # is built for every item, valid or not: `locals()` of a large function costs ~10 µs, half of a
 # pod status's check. An f-string of the same literal gives the same text from the same locals.
