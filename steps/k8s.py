@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
+import json
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from stepgraph.dsl import POD_START, CheckFailed, NamesFile, Params, Reads, Ref, StepContext, Watts, then, when
+from stepgraph.dsl.cache_dir import cache_root, installed_releases, keep_json, read_kept_json
 
 from ._clients import ClusterError, NotFound, translated
 from ._cluster import (
@@ -106,10 +110,44 @@ def _parsed_yaml(text: str) -> list[Any]:
     """The documents of a YAML stream, parsed once per process for each distinct text: a run
     applies the same few manifests in scenario after scenario, and parsing one takes 15-20 ms
     where copying its documents takes a hundredth of that. Keyed by the text itself, so an edited
-    file is parsed afresh; a stream that does not parse raises each time (errors are not cached)."""
+    file is parsed afresh; a stream that does not parse raises each time (errors are not cached).
+    Across processes, what a text parses into is kept on disk as JSON (see _keep_documents)."""
+    key = _documents_key(text)
+    kept = read_kept_json(_documents_file(key))
+    if isinstance(kept, list):
+        return kept
     from ruamel.yaml import YAML  # the YAML parser: only a step that applies a manifest needs it
 
-    return list(YAML(typ="safe").load_all(text))
+    docs = list(YAML(typ="safe").load_all(text))
+    _keep_documents(key, docs)
+    return docs
+
+
+@functools.cache
+def _yaml_release() -> bytes:
+    """What a text's documents depend on besides the text: the parser's release and the interpreter."""
+    releases = installed_releases("ruamel.yaml", ("ruamel.yaml-", "ruamel_yaml-"))
+    return "\0".join([sys.version, *releases]).encode()
+
+
+def _documents_key(text: str) -> str:
+    return hashlib.sha256(_yaml_release() + b"\0" + text.encode()).hexdigest()[:32]
+
+
+def _documents_file(key: str) -> Path:
+    return cache_root() / "manifest-documents" / f"{key}.json"
+
+
+def _keep_documents(key: str, docs: list[Any]) -> None:
+    """Keep `docs` only where JSON gives them back exactly: a manifest is JSON's data in YAML's
+    syntax, but YAML also has timestamps, binary, sets and keys that are not strings (1: a), which
+    would come back as something else; those streams are parsed again in each process."""
+    try:
+        faithful = json.loads(json.dumps(docs)) == docs
+    except (TypeError, ValueError):
+        return
+    if faithful:
+        keep_json(_documents_file(key), docs)
 
 
 def load_manifest(path: Path, namespace: str) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ that is not a stream of objects; and temp folders a killed run left are removed 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 from stepgraph.dsl import TargetConfigError, tempdirs
 from stepgraph.dsl.cli import main
 from stepgraph.dsl.target import load_target
+from stepgraph.steps import k8s
 from stepgraph.steps._cluster import MANIFEST_DIRS_ENV, CallCounter, Cluster
 from stepgraph.steps._parsers import parse_watts_list
 from stepgraph.steps.k8s import ManifestError, load_manifest
@@ -111,3 +113,28 @@ def test_temp_folders_of_a_killed_run_are_removed_by_the_next_and_live_ones_kept
         (folder / "kubeconfig").write_text("x")
     assert sorted(tempdirs.sweep_stale(str(tmp_path))) == sorted(left)
     assert all(not f.exists() for f in left) and all(f.exists() for f in alive)
+
+
+def test_what_a_manifest_parses_into_is_kept_across_processes_unless_json_would_change_it(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("STEPGRAPH_CACHE_DIR", str(tmp_path / "cache"))
+    kept = tmp_path / "cache" / "stepgraph" / "manifest-documents"
+    plain = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept}\ndata: {k: v, n: '1'}\n"
+    k8s._parsed_yaml.cache_clear()  # as in a new process
+    docs = k8s._parsed_yaml(plain)
+    assert [json.loads(p.read_text()) for p in kept.iterdir()] == [docs]
+    k8s._parsed_yaml.cache_clear()
+    (only,) = kept.iterdir()
+    only.write_text('[{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "from-disk"}}]')
+    assert k8s._parsed_yaml(plain)[0]["metadata"]["name"] == "from-disk"  # read from disk, not parsed again
+    k8s._parsed_yaml.cache_clear()
+    only.write_text("not json")  # a kept file someone else wrote: the text is parsed instead
+    assert k8s._parsed_yaml(plain) == docs
+    # YAML that JSON would give back changed (a timestamp, a key that is not a string) is never kept
+    for text in ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: t, created: 2026-01-01}\n",
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: i}\ndata: {1: one}\n"):
+        before = set(kept.iterdir())
+        k8s._parsed_yaml.cache_clear()
+        first = k8s._parsed_yaml(text)
+        assert set(kept.iterdir()) == before
+        k8s._parsed_yaml.cache_clear()
+        assert k8s._parsed_yaml(text) == first
