@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import run_process
+from harness import machine_speed, run_process
 
 ROOT = Path(__file__).resolve().parents[1]
 WORLDS = ("path-b", "path-b-dcgm", "path-a", "path-a-dcgm")
@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
     print(f"make run, {len(WORLDS)} worlds, --jobs {options.jobs}: wall median {statistics.median(walls):.2f} s "
           f"(min {min(walls):.2f}, max {max(walls):.2f}); CPU median {statistics.median(cpus):.2f} s "
-          f"(min {min(cpus):.2f}, max {max(cpus):.2f}); n={len(walls)}")
+          f"(min {min(cpus):.2f}, max {max(cpus):.2f}); n={len(walls)}; "
+          f"machine: ten million additions in {machine_speed():.2f} CPU-s")
     return 0
 
 

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness import Figure, interleave, run_process, table
+from harness import Figure, interleave, machine_speed, run_process, table
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -471,7 +471,8 @@ def main() -> None:
             figures += dsl_figures(Path(tmp), args.scenarios, args.repeat, wanted)
         if args.only in (None, "twin"):
             figures += [*twin_figures(args.repeat), node_list_figure(args.repeat), start_figure(max(1, args.repeat // 2))]
-    print(f"whole-process seconds: {args.clock} time; load average at the end {os.getloadavg()[0]:.1f}")
+    print(f"whole-process seconds: {args.clock} time; load average at the end {os.getloadavg()[0]:.1f}; "
+          f"machine: ten million additions in {machine_speed():.2f} CPU-s")
     print(table(figures))
 
 

@@ -76,6 +76,23 @@ class ProcessRun:
         return self.cpu_s if clock == "cpu" else self.wall_s
 
 
+def machine_speed(repeat: int = 3) -> float:
+    """CPU seconds of a fixed pure-Python workload (ten million additions in a loop), the median of
+    `repeat`. A ratio is measured against a baseline on the same machine, but a figure with a limit
+    in seconds (lint, `make run`, `make test`) depends on how fast the machine is: printed beside
+    them, this says how fast the one they were measured on was (a shared virtual machine can be
+    several times slower one day than another)."""
+
+    def once() -> float:
+        start = time.process_time()
+        total = 0
+        for i in range(10_000_000):
+            total += i
+        return time.process_time() - start
+
+    return statistics.median(once() for _ in range(repeat))
+
+
 def run_process(argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None, *, check: bool = True) -> ProcessRun:
     """Run a child to completion; its own peak RSS comes from wait4, not from the parent's children
     total, and its CPU time includes every process it waited for. With `check`, an exit code other
