@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -67,3 +68,57 @@ def keep(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# -- values derived by code: kept with the files of the code that derived them ----------------------
+#
+# Some values come from running code, not from one file: what a module declares when it is imported,
+# what a validation accepted. Such a value is kept with the stamp (size, modification time in ns) of
+# every module file loaded when it was derived, and is read back only while every one of those files
+# still has its stamp: an edit to any module the process had loaded — the one that derived it, what
+# that one imported, the validating code — means the value is derived again. That is the check
+# Python itself makes of a source file against its compiled .pyc, at a finer clock.
+
+
+def loaded_sources() -> list[list[Any]]:
+    """[path, size, mtime_ns] of the file of every module loaded now, in sys.modules order."""
+    stamps = []
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str):
+            continue
+        try:
+            stat = os.stat(path)
+        except OSError:
+            continue
+        stamps.append([path, stat.st_size, stat.st_mtime_ns])
+    return stamps
+
+
+def sources_unchanged(stamps: Any) -> bool:
+    """Whether every [path, size, mtime_ns] of `stamps` (as `loaded_sources` gave them) still holds."""
+    if not isinstance(stamps, list) or not stamps:
+        return False
+    for stamp in stamps:
+        if not (isinstance(stamp, list) and len(stamp) == 3 and isinstance(stamp[0], str)):
+            return False
+        try:
+            stat = os.stat(stamp[0])
+        except OSError:
+            return False
+        if [stat.st_size, stat.st_mtime_ns] != stamp[1:]:
+            return False
+    return True
+
+
+def read_kept_derived(path: Path) -> Any:
+    """The value `keep_derived` kept at `path`, if every module file it recorded is unchanged; else None."""
+    kept = read_kept_json(path)
+    if not isinstance(kept, dict) or "value" not in kept or not sources_unchanged(kept.get("sources")):
+        return None
+    return kept["value"]
+
+
+def keep_derived(path: Path, value: Any) -> None:
+    """Keep `value` at `path` with the stamps of the module files loaded now (see above)."""
+    keep_json(path, {"value": value, "sources": loaded_sources()})

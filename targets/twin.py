@@ -28,21 +28,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import ValidationError
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-
 from stepgraph.dsl import DEFAULT_PLANNER_TICK_SECONDS, Session, TargetConfigError, TargetSession
-from stepgraph.twin.faults import FaultSwitches
-from stepgraph.twin.world import World, WorldError, agent_program_dir, load_world, profile
 
 from .leftovers import leftover_option
+from .world_facts import WorldFacts, keep_world_facts, kept_world_facts, world_digest
 
 # The cluster itself (API server, aiohttp, controllers, kubelets) is imported by `start`, and the
-# selector parser by `nodes`: collecting, linting and choosing a world read only the world file.
+# selector parser by `nodes`. The world file's model and the YAML parser are imported only to
+# validate a world: a world already validated, unchanged, is known by its kept facts (world_facts),
+# so collecting the scenarios of a run gates them without importing either.
 if TYPE_CHECKING:
     from stepgraph.twin import Twin
     from stepgraph.twin.process.reconciles import ReconcileTicks
+    from stepgraph.twin.world import World
 
 CHECKED_RESOURCES = ("pods", "configmaps", "services", "daemonsets.apps", "dynamographdeployments.nvidia.com")
 
@@ -70,10 +68,27 @@ def world_capabilities(world: World) -> set[str]:
     return caps
 
 
+def world_name(options: Mapping[str, str], env: Mapping[str, str]) -> str:
+    """The world option: a profile name or a world file."""
+    return options.get("world") or env.get("STEPGRAPH_WORLD") or "path-b"
+
+
+def world_file(name: str) -> Path:
+    """The file a world option names: itself, or the shipped profile of that name."""
+    from stepgraph.twin.world import profile
+
+    return Path(name) if name.endswith((".yaml", ".yml")) else profile(name)
+
+
 def resolve_world(options: Mapping[str, str], env: Mapping[str, str]) -> World:
     """The world named by the options (or STEPGRAPH_WORLD), with seed, faults and DGD overrides."""
-    name = options.get("world") or env.get("STEPGRAPH_WORLD") or "path-b"
-    path = Path(name) if name.endswith((".yaml", ".yml")) else profile(name)
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    from stepgraph.twin.world import World, WorldError, agent_program_dir, load_world
+
+    name = world_name(options, env)
+    path = world_file(name)
     try:
         world = load_world(path)
     except WorldError as exc:
@@ -123,6 +138,10 @@ def resolve_world(options: Mapping[str, str], env: Mapping[str, str]) -> World:
 def _check_fault_switches(flips: dict[object, object]) -> None:
     """A `faults=` switch the twin does not have, or a value it does not take, named with the
     switches there are (a misspelt switch would otherwise be a validation dump)."""
+    from pydantic import ValidationError
+
+    from stepgraph.twin.faults import FaultSwitches
+
     known = list(FaultSwitches.model_fields)
     for name in flips:
         if name not in FaultSwitches.model_fields:
@@ -141,6 +160,8 @@ def _check_fault_switches(flips: dict[object, object]) -> None:
 
 
 def _default_api_fault(name: str, value: object) -> bool:
+    from stepgraph.twin.faults import FaultSwitches
+
     return name.startswith("api_") and FaultSwitches.model_fields[name].get_default(call_default_factory=True) == value
 
 
@@ -197,21 +218,40 @@ class TwinTarget:
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self._env = dict(os.environ if env is None else env)
-        self.world: World | None = None
+        self._options: Mapping[str, str] | None = None  # what `configure` was given last
+        self._world: World | None = None
+        self._facts: WorldFacts | None = None
         self.metrics_via = "exec"
         self.twin: Twin | None = None
         self.clock: str | None = None
         self._before: dict[str, set[str]] = {}
 
+    @property
+    def world(self) -> World | None:
+        """The configured world (validated on first use when `configure` knew it by its kept
+        facts); None before `configure`."""
+        if self._world is None and self._options is not None:
+            self._world = resolve_world(self._options, self._env)
+        return self._world
+
     def configure(self, options: Mapping[str, str]) -> None:
-        self.world = resolve_world(options, self._env)
+        self._options, self._world = options, None
+        name = world_name(options, self._env)
+        self._facts = kept_world_facts(name, options)
+        if self._facts is None:  # validate the world (a bad one raises here), then keep what gating needs
+            path = world_file(name)
+            digest = world_digest(path)
+            world = self.world
+            assert world is not None
+            self._facts = WorldFacts(frozenset(world_capabilities(world)), program=world.agent.program is not None)
+            keep_world_facts(name, options, path, digest, self._facts)
         self.clock = options.get("clock")
         if self.clock is not None:
             rate = self.clock.partition(":")[2]
             if self.clock not in ("virtual", "real", "scaled") and not (
                     self.clock.startswith("scaled:") and rate.replace(".", "", 1).isdigit() and float(rate) > 0):
                 raise TargetConfigError(f"twin: clock={self.clock!r} — use virtual, real or scaled[:RATE], e.g. scaled:25")
-            if self.clock == "virtual" and self.world.agent.program is not None:
+            if self.clock == "virtual" and self._facts.program:
                 raise TargetConfigError("twin: clock=virtual cannot run a real agent program — use scaled[:RATE] or real")
         self.metrics_via = options.get("metrics_via", "exec")
         if self.metrics_via not in ("exec", "proxy"):
@@ -219,10 +259,10 @@ class TwinTarget:
 
     @property
     def capabilities(self) -> frozenset[str]:
-        if self.world is None:
+        if self._facts is None:
             self.configure({})
-        assert self.world is not None
-        return frozenset(world_capabilities(self.world))
+        assert self._facts is not None
+        return self._facts.capabilities
 
     def preload(self) -> None:
         """Import the cluster, and the official client the steps reach it with, so that the world
@@ -251,7 +291,7 @@ class TwinTarget:
         from stepgraph.twin.apiserver.selectors import parse_label_selector
         from stepgraph.twin.world_install import node_config
 
-        if self.world is None:
+        if self._options is None:
             self.configure({})
         assert self.world is not None
         try:
@@ -264,7 +304,7 @@ class TwinTarget:
     def start(self, options: Mapping[str, str]) -> TargetSession:
         from stepgraph.twin.world_install import build_twin
 
-        if self.world is None or options:
+        if self._options is None or options:
             self.configure(options)
         world = self.world
         assert world is not None
