@@ -132,7 +132,7 @@ async def handle_exec(request: web.Request, store: Store, runtime: PodRuntime, n
     """Run the command with its streams flowing both ways until it ends (then the status frame
     and the close) or the client goes (then the command is killed, as containerd does)."""
     q = request.query
-    pod = store.get("pods", namespace, name)
+    pod = store.get("pods", namespace, name, copy=False)  # read only: the container and its pod's uid
     argv = q.getall("command", [])
     if not argv:
         raise bad_request("you must specify at least 1 command")

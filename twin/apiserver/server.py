@@ -197,16 +197,17 @@ class ApiServer:
         if target.sub == "log":
             if request.method != "GET":
                 raise ApiError(405, f"{request.method} is not supported on pods/log", "MethodNotAllowed")
-            pod = self.store.get("pods", ns, target.named)
+            # The pod's streams (log, port-forward, exec, proxy) only read it: the store's own object.
+            pod = self.store.get("pods", ns, target.named, copy=False)
             return await podio.handle_log(request, self.runtime, pod, self.store.clock.wall())
         if target.sub == "portforward":
-            return await portforward.handle_portforward(request, self.runtime, self.store.get("pods", ns, target.named))
+            return await portforward.handle_portforward(request, self.runtime, self.store.get("pods", ns, target.named, copy=False))
         if target.sub in ("exec", "attach"):
             if target.sub == "attach":
                 raise bad_request("attach is not supported by the twin; use exec")
             return await podio.handle_exec(request, self.store, self.runtime, ns, target.named)
         name, port = podio.parse_proxy_name(target.named)
-        pod = self.store.get("pods", ns, name)
+        pod = self.store.get("pods", ns, name, copy=False)
         return await self._proxy_to(pod, port, target.tail, f"{name}:{port}")
 
     async def _proxy_to(self, pod: dict, port: int | None, tail: str, where: str) -> web.Response:

@@ -8,9 +8,11 @@ taken when it was handed out.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 from kubernetes import client
+from kubernetes.stream import stream
 
 from stepgraph.twin.apiserver import patches
 
@@ -37,6 +39,13 @@ def test_writes_leave_objects_handed_out_shared_as_they_were(twin):
     keep(store.create("pods", "immut", POD, copy=False))
     twin.clock.sleep(3)  # scheduled, started: the scheduler's and the kubelet's own writes
     keep(store.get("pods", "immut", "shared", copy=False))
+    # The pod's streams read the store's own object (exec, log, proxy): none may change it.
+    core = client.CoreV1Api(twin.api_client())
+    assert stream(core.connect_get_namespaced_pod_exec, "shared", "immut", command=["echo", "hi"], stderr=True,
+                  stdin=False, stdout=True, tty=False) == "hi\n"
+    core.read_namespaced_pod_log("shared", "immut")
+    with contextlib.suppress(client.ApiException):  # nothing listens: an error answer, after reading the pod all the same
+        core.connect_get_namespaced_pod_proxy_with_path("shared:80", "immut", "x")
     keep(store.patch("pods", "immut", "shared", {"metadata": {"annotations": {"a": "1"}}}, copy=False))
     keep(store.patch("pods", "immut", "shared", {"spec": {"containers": [{"name": "c", "image": "busybox:1.37"}]}},
                      patch_type="strategic", copy=False))
