@@ -12,7 +12,7 @@ from .bindings import Ref, is_ref_text
 from .diagnostics import Diagnostic, Location
 from .ir import JointCheck, StepCall
 from .phrases import BIND_FIELD, JOINT_PHRASE, UNIT_TYPES, Window, split_window, squeeze
-from .registry import Registry, StepDecl
+from .registry import LaterStep, Registry, StepDecl
 from .units import Duration
 
 #: What a Gherkin step carries below its text: ("table", [row mappings]) or ("docstring", text).
@@ -237,9 +237,9 @@ def _unit_problem(registry: Registry, text: str) -> tuple[str, str] | None:
         candidates = [(mode, one + more, rest), (mode, one, f"{more.strip()} {rest}".strip()), *candidates]
     for mode, duration, rest in candidates:
         if mode is not None and re.fullmatch(r"all\s+of\s+these\s+hold\s+together\s*:?", rest):
-            readers: list[StepDecl | None] = [None]  # the header of checks judged together
+            readers: list[StepDecl | LaterStep | None] = [None]  # the header of checks judged together
         else:
-            readers = [d for d in registry if d.phrase.match(rest) is not None or d.phrase.loose_match(rest) is not None]
+            readers = [d for d in registry.declared() if d.phrase.match(rest) is not None or d.phrase.loose_match(rest) is not None]
         if len(readers) != 1:
             continue
         [decl] = readers
@@ -262,7 +262,7 @@ def _unit_problem(registry: Registry, text: str) -> tuple[str, str] | None:
 
 
 def _suggest_phrase(registry: Registry, text: str) -> str:
-    phrases = {d.phrase.text: d for d in registry}
+    phrases = {d.phrase.text: d for d in registry.declared()}
     close = difflib.get_close_matches(text, list(phrases), n=1, cutoff=0.5)
     if close:
         return f"closest step: {phrases[close[0]].id} — {close[0]!r}"

@@ -25,7 +25,7 @@ M = TypeVar("M")
 
 
 def known_capabilities(registry: Registry) -> frozenset[str]:
-    return BASE_CAPABILITIES.union(*(d.needs for d in registry))
+    return BASE_CAPABILITIES.union(*(d.needs for d in registry.declared()))
 
 
 def check_feature(
@@ -86,7 +86,7 @@ def _kinds(call: StepCall, bound: dict[str, tuple[StepCall, str | None]], regist
         producer, kind = bound[ref.name]
         if kind is None or kind == wanted:
             continue
-        makers = sorted(d.id for d in registry if d.produces == wanted)
+        makers = sorted(d.id for d in registry.declared() if d.produces == wanted)
         how = f"bind it with {' or '.join(makers)}" if makers else f"bind it with a step that produces {wanted}"
         diags.append(
             Diagnostic(

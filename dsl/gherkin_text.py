@@ -138,7 +138,7 @@ def _step_like(text: str, registry: Registry) -> Any:
     matches = registry.match(text)
     if matches:
         return matches[0].decl
-    phrases = {d.phrase.text: d for d in registry}
+    phrases = {d.phrase.text: d for d in registry.declared()}
     close = difflib.get_close_matches(text, list(phrases), n=1, cutoff=0.75)
     return phrases[close[0]] if close else None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -84,6 +84,30 @@ class Match:
 
 
 @dataclass(frozen=True)
+class LaterStep:
+    """A declaration of a step library not imported yet, as the kept index of its entry-point group
+    recorded it (dsl/step_index.py): what matching a text and the static checks read of every
+    declaration, without the model and the function. `Registry.match` never returns one: a text
+    its phrase reads imports the library, whose own declaration takes its place."""
+
+    id: str
+    keyword: Keyword
+    phrase: Phrase
+    key: str
+    produces: str | None
+    needs: frozenset[str]
+    effects: frozenset[str]
+    absolute: frozenset[str]
+    min_within: Duration | None
+    module: str  # where the step's function is defined
+    library: str  # the entry point whose import declares it
+
+    @property
+    def is_check(self) -> bool:
+        return self.keyword == "then"
+
+
+@dataclass(frozen=True)
 class RegistryState:
     """What `Registry.snapshot` saw: the declarations in the order they were added, and the
     entry-point groups already loaded."""
@@ -92,25 +116,65 @@ class RegistryState:
     loaded_groups: frozenset[str]
 
 
+class _Importing(Mapping[str, StepDecl]):
+    """A read-only view of the declarations by id or YAML key, the libraries not imported yet
+    included: looking one of theirs up imports its library first."""
+
+    def __init__(self, real: dict[str, StepDecl], later: dict[str, LaterStep], registry: Registry) -> None:
+        self._real, self._later, self._registry = real, later, registry
+
+    def __getitem__(self, name: str) -> StepDecl:
+        if name not in self._real and name in self._later:
+            self._registry._import_later(self._later[name].library)
+        return self._real[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._real or name in self._later
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._real
+        yield from (name for name in self._later if name not in self._real)
+
+    def __len__(self) -> int:
+        return len(self._real) + sum(1 for name in self._later if name not in self._real)
+
+
 class Registry:
     """All declared steps, by id, YAML key and phrase.
 
     Declarations change only through `add`, `remove` and `restore`, which keep the phrase index
-    `match` reads in step with them (`steps` and `by_key` are read-only views)."""
+    `match` reads in step with them (`steps` and `by_key` are read-only views).
+
+    A group of step libraries whose declarations were kept (dsl/step_index.py) is not imported
+    when it is loaded: each library is imported when a text one of its phrases reads is matched,
+    one of its steps is looked up by id or key, or every declaration is asked for (iterating the
+    registry). `declared()` gives what matching and the static checks read of every declaration,
+    importing nothing."""
 
     def __init__(self) -> None:
         self._steps: dict[str, StepDecl] = {}
         self._by_key: dict[str, StepDecl] = {}
-        self.steps: Mapping[str, StepDecl] = MappingProxyType(self._steps)
-        self.by_key: Mapping[str, StepDecl] = MappingProxyType(self._by_key)
+        self._later: dict[str, LaterStep] = {}  # id → a declaration of a library not imported yet
+        self._later_by_key: dict[str, LaterStep] = {}
+        # entry point value → the entry point to import it by, and the file its declarations were kept in
+        self._later_libraries: dict[str, tuple[Any, Path]] = {}
+        self.steps: Mapping[str, StepDecl] = _Importing(self._steps, self._later, self)
+        self.by_key: Mapping[str, StepDecl] = _Importing(self._by_key, self._later_by_key, self)
         self.loaded_groups: set[str] = set()
         # Leading words of a phrase → (order added, phrase prefix, declaration) of the phrases
         # that begin with them: a text is tried only against the phrases its first words can
         # begin, not against every declaration (see `_index_key`).
-        self._index: dict[str, list[tuple[int, str, StepDecl]]] = {}
+        self._index: dict[str, list[tuple[int, str, Any]]] = {}
+        self._order: dict[str, int] = {}  # id → its place in the order added
         self._added = 0
 
     def add(self, decl: StepDecl) -> StepDecl:
+        later = self._later.get(decl.id)
+        if later is not None and later.module == getattr(decl.func, "__module__", None) and later.phrase.text == decl.phrase.text:
+            self._replace(later, decl)  # its library is being imported: the declaration itself
+            return decl
+        for waiting in [s for s in self._later.values() if decl.id == s.id or decl.key == s.key or decl.phrase.text == s.phrase.text]:
+            self._import_later(waiting.library)  # so that the checks below see what it clashes with
         if decl.id in self._steps:
             raise StepDeclarationError(f"step id {decl.id!r} is declared twice — ids must be unique")
         if decl.key in self._by_key:
@@ -125,40 +189,110 @@ class Registry:
 
     def remove(self, step_id: str) -> StepDecl:
         """Take the declaration `step_id` out again (a test's own steps, once the test is over)."""
+        if step_id in self._later:
+            self._import_later(self._later[step_id].library)
         decl = self._steps.pop(step_id)
+        del self._order[step_id]
         del self._by_key[decl.key]
         bucket = self._index[_index_key(decl.phrase)]
         bucket[:] = [entry for entry in bucket if entry[2] is not decl]
         return decl
 
     def snapshot(self) -> RegistryState:
-        return RegistryState(tuple(self._steps.values()), frozenset(self.loaded_groups))
+        self._import_all_later()
+        return RegistryState(tuple(sorted(self._steps.values(), key=lambda d: self._order[d.id])), frozenset(self.loaded_groups))
 
     def restore(self, state: RegistryState) -> None:
         """Make the registry what it was at `state`: the same declarations, in the same order."""
         self._steps.clear()
         self._by_key.clear()
         self._index.clear()
+        self._order.clear()
+        self._later.clear()
+        self._later_by_key.clear()
+        self._later_libraries.clear()
         for decl in state.steps:
             self._insert(decl)
         self.loaded_groups.clear()
         self.loaded_groups.update(state.loaded_groups)
 
-    def _insert(self, decl: StepDecl) -> None:
+    def _insert(self, decl: StepDecl, added: int | None = None) -> None:
+        if added is None:
+            added, self._added = self._added, self._added + 1
         self._steps[decl.id] = decl
         self._by_key[decl.key] = decl
-        self._index.setdefault(_index_key(decl.phrase), []).append((self._added, decl.phrase.prefix, decl))
+        self._order[decl.id] = added
+        self._index.setdefault(_index_key(decl.phrase), []).append((added, decl.phrase.prefix, decl))
+
+    def _insert_later(self, step: LaterStep) -> None:
+        self._later[step.id] = step
+        self._later_by_key[step.key] = step
+        self._index.setdefault(_index_key(step.phrase), []).append((self._added, step.phrase.prefix, step))
         self._added += 1
 
+    def _replace(self, later: LaterStep, decl: StepDecl) -> None:
+        """`decl`, declared by the import of its library, takes the place of the kept `later`."""
+        del self._later[later.id]
+        del self._later_by_key[later.key]
+        bucket = self._index[_index_key(later.phrase)]
+        [added] = [entry[0] for entry in bucket if entry[2] is later]
+        bucket[:] = [entry for entry in bucket if entry[2] is not later]
+        self._insert(decl, added)
+        if summary_of(decl) != summary_of(later):
+            self._forget_kept(later.library)
+
+    def _import_later(self, library: str) -> None:
+        """Import the step library `library` (an entry point value) whose declarations wait."""
+        ep, _ = self._later_libraries.get(library, (None, None))
+        if ep is None:
+            return
+        _load_library(ep)
+        left = [step for step in self._later.values() if step.library == library]
+        for step in left:  # the library no longer declares what was kept of it
+            self._forget_kept(library)
+            del self._later[step.id]
+            del self._later_by_key[step.key]
+            bucket = self._index[_index_key(step.phrase)]
+            bucket[:] = [entry for entry in bucket if entry[2] is not step]
+        del self._later_libraries[library]
+
+    def _forget_kept(self, library: str) -> None:
+        """What was kept of `library` is not what it declares (something outside its module files
+        changed it): the next process imports its group whole again."""
+        kept = self._later_libraries.get(library, (None, None))[1]
+        if kept is not None:
+            kept.unlink(missing_ok=True)
+
+    def _import_all_later(self) -> None:
+        for library in list(self._later_libraries):
+            self._import_later(library)
+
     def __iter__(self) -> Iterator[StepDecl]:
+        """Every declaration, whole: the libraries not imported yet are imported."""
+        self._import_all_later()
         return iter(sorted(self._steps.values(), key=lambda d: d.id))
 
+    def declared(self) -> Iterator[StepDecl | LaterStep]:
+        """Every declaration by id, a library not imported yet by what was kept of it: ids,
+        keywords, phrases, needs, what they produce, effects."""
+        both: dict[str, StepDecl | LaterStep] = {**self._later, **self._steps}
+        return iter(sorted(both.values(), key=lambda d: d.id))
+
     def __len__(self) -> int:
-        return len(self._steps)
+        return len(self.steps)
 
     def match(self, text: str) -> list[Match]:
         """Every declaration whose phrase reads `text` (with or without a `within`/`throughout <duration>` prefix),
         in the order they were added."""
+        found = self._match(text)
+        waiting = sorted({m.decl.library for m in found if isinstance(m.decl, LaterStep)})
+        if not waiting:
+            return found
+        for library in waiting:  # their own declarations take the place of the kept ones
+            self._import_later(library)
+        return self._match(text)
+
+    def _match(self, text: str) -> list[Match]:
         window, rest = split_window(text)  # with a window, `rest` comes squeezed
         squeezed = squeeze(text)
         entries = self._candidates(squeezed)
@@ -175,7 +309,7 @@ class Registry:
             found.sort(key=lambda pair: pair[0])
         return [m for _, m in found]
 
-    def _candidates(self, squeezed: str) -> list[tuple[int, str, StepDecl]]:
+    def _candidates(self, squeezed: str) -> list[tuple[int, str, Any]]:
         """The index entries of every phrase that can read the squeezed `squeezed`."""
         words = squeezed.split(" ", 2)
         entries = list(self._index.get("", ()))
@@ -204,19 +338,56 @@ class Registry:
         return self.step(id, "then", phrase, **options)
 
     def load_entry_points(self, group: str = "stepgraph.steps") -> None:
-        """Import every step library registered under `group` (once per registry)."""
+        """Load every step library registered under `group` (once per registry): import each, or,
+        when what they declare was kept (dsl/step_index.py), take the kept declarations and
+        import each library when one of its steps is needed."""
         if group in self.loaded_groups:
             return
         self.loaded_groups.add(group)
-        for ep in in_group(group):
-            try:
-                ep.load()
-            except StepDeclarationError as exc:
-                raise StepDeclarationError(f"step library {ep.value!r}: {exc}") from exc
-            except Exception as exc:
-                raise StepDeclarationError(
-                    f"step library {ep.value!r} (entry point {group}:{ep.name}) failed to import: {type(exc).__name__}: {exc}"
-                ) from exc
+        from . import step_index  # here: it reads the registry's declarations
+
+        eps = in_group(group)
+        kept = step_index.kept_declarations(group, eps)
+        if kept is not None and self._wait_for(*kept):
+            return
+        recorder = step_index.Recorder(self, group, eps)
+        for ep in eps:
+            with recorder.library(ep):
+                _load_library(ep)
+        recorder.keep()
+
+    def _wait_for(self, path: Path, kept: list[tuple[Any, list[LaterStep]]]) -> bool:
+        """Take the kept declarations of a group's libraries, each to be imported when needed;
+        False (and nothing taken) when one of them clashes with a declaration made already, so
+        that importing every library reports the clash as ever."""
+        steps = [step for _, library in kept for step in library]
+        phrases = {d.phrase.text for d in self._steps.values()}
+        if any(s.id in self._steps or s.key in self._by_key or s.phrase.text in phrases for s in steps):
+            return False
+        for ep, library in kept:
+            self._later_libraries[ep.value] = (ep, path)
+            for step in library:
+                self._insert_later(step)
+        return True
+
+
+def _load_library(ep: Any) -> None:
+    """Import one step library, its problems said as declaration errors."""
+    try:
+        ep.load()
+    except StepDeclarationError as exc:
+        raise StepDeclarationError(f"step library {ep.value!r}: {exc}") from exc
+    except Exception as exc:
+        raise StepDeclarationError(
+            f"step library {ep.value!r} (entry point {ep.group}:{ep.name}) failed to import: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def summary_of(decl: StepDecl | LaterStep) -> tuple[Any, ...]:
+    """What the kept index holds of a declaration (LaterStep's fields but the library)."""
+    module = decl.module if isinstance(decl, LaterStep) else getattr(decl.func, "__module__", None)
+    return (decl.id, decl.keyword, decl.phrase.text, decl.key, decl.produces, decl.needs, decl.effects, decl.absolute,
+            decl.min_within, module)
 
 
 def _index_key(phrase: Phrase) -> str:
