@@ -263,6 +263,11 @@ class Registry:
         if kept is not None:
             kept.unlink(missing_ok=True)
 
+    def import_waiting(self) -> None:
+        """Import every library whose kept declarations wait: for a process about to fork runs
+        that will need them, so that each does not import them on its own."""
+        self._import_all_later()
+
     def _import_all_later(self) -> None:
         for library in list(self._later_libraries):
             self._import_later(library)

@@ -235,6 +235,7 @@ def _preload(pytest_args: Sequence[str]) -> None:
             pass
     try:
         REGISTRY.load_entry_points()
+        REGISTRY.import_waiting()
         target = load_target(_target_name(pytest_args) or default_target_name())
         preload = getattr(target, "preload", None)
         if callable(preload):

@@ -171,3 +171,31 @@ def test_nothing_is_kept_of_libraries_that_register_a_placeholder_type(site: Pat
     assert _load(site, "paint it red", group=f"{GROUP}_types")["bound"]["paint it red"] == ["kept_c.paint", []]
     assert not _kept(site)
     assert _load(site, group=f"{GROUP}_types")["imported"] == ["kept_lib_c"]
+
+
+PRELOAD = """
+import sys
+from stepgraph.dsl import REGISTRY
+if sys.argv[1] == "keep":
+    REGISTRY.load_entry_points()
+else:
+    from stepgraph.dsl.run_worlds import _preload
+    _preload(["--target", "local"])
+print("stepgraph.steps.k8s" in sys.modules)
+"""
+
+
+def test_the_parent_of_several_world_runs_imports_every_library_before_it_forks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STEPGRAPH_CACHE_DIR", str(tmp_path / "cache"))
+
+    def run(mode: str) -> str:
+        done = subprocess.run([sys.executable, "-c", PRELOAD, mode], capture_output=True, text=True, check=True, timeout=120)
+        return done.stdout.strip()
+
+    assert run("keep") == "True"
+    assert _kept_in(tmp_path / "cache")
+    assert run("preload") == "True"  # with the declarations kept, loading the group alone imports none
+
+
+def _kept_in(cache: Path) -> list[Path]:
+    return list((cache / "stepgraph" / "step-declarations").glob("*.json"))
