@@ -11,15 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from . import graph as graphs
-from .catalog import steps_markdown
 from .compiler import CompiledFile, compile_file, compile_paths, display_path
 from .entry_points import in_group
 from .registry import REGISTRY, Registry, StepDeclarationError
-from .render import RenderError, to_gherkin, to_yaml
 from .reports.errors import InputError
-from .schema import dumps, scenario_schema
 from .target import TargetConfigError, load_target
+
+# What only some commands need (graphs, rendering, the catalog, the schema) is imported by them:
+# `stepgraph lint` is the command run most often, on one file at a time.
 
 COMMANDS_GROUP = "stepgraph.commands"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -167,6 +166,9 @@ def cmd_lint(args: argparse.Namespace, _: list[str]) -> int:
 
 
 def cmd_compile(args: argparse.Namespace, _: list[str]) -> int:
+    from . import graph as graphs
+    from .render import to_gherkin
+
     design_ids, source = _design(args)
     files, extra = compile_paths(args.paths, _registry(), design_ids=design_ids, design_source=source)
     if not _report(files, extra):
@@ -199,6 +201,8 @@ def _one(path: Path) -> CompiledFile:
 
 
 def cmd_graph(args: argparse.Namespace, _: list[str]) -> int:
+    from . import graph as graphs
+
     compiled = _one(args.path)
     if not compiled.ok or compiled.feature is None:
         return EXIT_USAGE
@@ -213,6 +217,8 @@ def cmd_graph(args: argparse.Namespace, _: list[str]) -> int:
 
 
 def cmd_convert(args: argparse.Namespace, _: list[str]) -> int:
+    from .render import RenderError, to_gherkin, to_yaml
+
     compiled = _one(args.path)
     if not compiled.ok or compiled.feature is None:
         return EXIT_USAGE
@@ -234,11 +240,15 @@ def _emit(text: str, out: Path | None) -> None:
 
 
 def cmd_steps(args: argparse.Namespace, _: list[str]) -> int:
+    from .catalog import steps_markdown
+
     sys.stdout.write(steps_markdown(_registry()))
     return EXIT_OK
 
 
 def cmd_schema(args: argparse.Namespace, _: list[str]) -> int:
+    from .schema import dumps, scenario_schema
+
     text = dumps(scenario_schema(_registry()))
     _emit(text, args.out)
     return EXIT_OK
