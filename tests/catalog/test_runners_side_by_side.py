@@ -8,11 +8,14 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from frozen_heap import freeze_what_lives
 from kubernetes import client
 
+from stepgraph.dsl.cli import main
 from stepgraph.steps._cluster import RUN_LABEL
 from stepgraph.twin.world import parse_world
 from stepgraph.twin.world_install import build_twin
@@ -30,15 +33,22 @@ def twin():
         yield t
 
 
-def _live_run(twin, node: str, namespace: str, reports: Path) -> subprocess.Popen:
+def _live_env(twin, node: str, namespace: str, reports: Path) -> dict[str, str]:
     # A temp folder of its own: a run removes the temp folders of killed runs it finds there, and
     # the machine's /tmp may hold those of other tests (a SIGKILL test) or other checkouts' runs.
     tmp = reports / "tmp"
     tmp.mkdir(parents=True)
-    env = {**os.environ, "STEPGRAPH_LIVE": "1", "TEST_NODE": node, "STEPGRAPH_PIN_NODE": "1",
-           "KUBECONFIG": str(twin.kubeconfig_path), "STEPGRAPH_RUN_NAMESPACE": namespace, "TMPDIR": str(tmp)}
-    return subprocess.Popen([sys.executable, "-m", "stepgraph.dsl.cli", "run", str(FEATURE), "--reports", str(reports),
-                             "--", "--target", "live", "-q", "-p", "no:cacheprovider"],
+    return {"STEPGRAPH_LIVE": "1", "TEST_NODE": node, "STEPGRAPH_PIN_NODE": "1", "KUBECONFIG": str(twin.kubeconfig_path),
+            "STEPGRAPH_RUN_NAMESPACE": namespace, "TMPDIR": str(tmp)}
+
+
+def _run_args(reports: Path) -> list[str]:
+    return ["run", str(FEATURE), "--reports", str(reports), "--", "--target", "live", "-q", "-p", "no:cacheprovider"]
+
+
+def _live_run(twin, node: str, namespace: str, reports: Path) -> subprocess.Popen:
+    env = {**os.environ, **_live_env(twin, node, namespace, reports)}
+    return subprocess.Popen([sys.executable, "-m", "stepgraph.dsl.cli", *_run_args(reports)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -74,8 +84,20 @@ def test_two_runs_on_two_nodes_keep_to_their_own_namespaces(twin, tmp_path):
     assert sorted(p.spec.node_name for p in agents) == ["n1", "n2"]
 
 
-def test_a_run_namespace_that_does_not_exist_is_one_line_and_exit_2(twin, tmp_path):
-    done = _live_run(twin, "n1", "nowhere", tmp_path / "r")
-    out = done.communicate(timeout=300)[0]
-    assert done.returncode == 2, out[-2000:]
-    assert "STEPGRAPH_RUN_NAMESPACE='nowhere' is not a namespace of this cluster — create it" in out
+def test_a_run_namespace_that_does_not_exist_is_one_line_and_exit_2(twin, tmp_path, capsys, monkeypatch):
+    # The command in this process: with one world and no workers it runs pytest in its own process
+    # too, and this run ends when the live target configures, before any scenario, so a process
+    # of its own would add only an interpreter's start and its imports.
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(tempfile, "tempdir", None)  # so the run reads TMPDIR, as its own process would
+    environ = dict(os.environ)
+    os.environ.update(_live_env(twin, "n1", "nowhere", tmp_path / "r"))
+    freeze_what_lives()
+    try:
+        code = main(_run_args(tmp_path / "r"))
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+    out = capsys.readouterr()
+    assert code == 2, (out.out + out.err)[-2000:]
+    assert "STEPGRAPH_RUN_NAMESPACE='nowhere' is not a namespace of this cluster — create it" in out.out + out.err
