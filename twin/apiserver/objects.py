@@ -6,9 +6,11 @@ Kept apart from the store so the store only does bookkeeping (versions, events, 
 from __future__ import annotations
 
 import base64
+import functools
+import math
 import random
 import re
-from datetime import UTC, datetime
+import time
 from typing import Any
 
 from .copies import copy_tree
@@ -40,7 +42,15 @@ DEFAULT_PROPAGATION = {"replicationcontrollers": "Orphan", "jobs.batch": "Orphan
 
 
 def timestamp(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 to the second, as the API server writes creationTimestamp and the like. Every
+    write stamps its object (and an Event several times), and on the virtual clock many writes
+    fall in one second: that second's text is formatted once (~0.3 µs a call instead of ~6 µs)."""
+    return _second(math.floor(epoch))
+
+
+@functools.lru_cache(maxsize=64)
+def _second(second: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
 
 
 def name_problems(resource_key: str, name: str) -> list[tuple[str, str, str]]:
