@@ -267,9 +267,10 @@ class TwinTarget:
     def preload(self) -> None:
         """Import the cluster, and the official client the steps reach it with, so that the world
         processes `stepgraph run` forks after this start with them loaded, not each on its own.
-        The client loads each API class and model on first use; these are the ones every world's
-        steps use (the agent's pods, the DaemonSets, the DGD custom objects, RBAC). The API server's
-        checks of the kinds every world writes are built here too, for the same reason."""
+        The client loads each API class and model on first use; these are the ones the steps use
+        on the twin (pods, the agent's DaemonSet, the DGD custom objects): importing one no world
+        uses would only hold up every world's start. The API server's checks of the kinds every
+        world writes are built here too, for the same reason."""
         import kubernetes.config
         import kubernetes.dynamic
         import kubernetes.stream
@@ -281,7 +282,7 @@ class TwinTarget:
         from stepgraph.twin.apiserver import schemas
 
         schemas.preload()
-        for name in ("CoreV1Api", "AppsV1Api", "CustomObjectsApi", "RbacAuthorizationV1Api", "BatchV1Api",
+        for name in ("CoreV1Api", "AppsV1Api", "CustomObjectsApi",
                      "V1Pod", "V1PodList", "V1Node", "V1NodeList", "V1ConfigMap", "V1DaemonSet", "V1Status"):
             getattr(client, name)
 
