@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .close_match import close_match
 from .diagnostics import Diagnostic, Location
 from .registry import Registry
 
@@ -139,8 +140,8 @@ def _step_like(text: str, registry: Registry) -> Any:
     if matches:
         return matches[0].decl
     phrases = {d.phrase.text: d for d in registry.declared()}
-    close = difflib.get_close_matches(text, list(phrases), n=1, cutoff=0.75)
-    return phrases[close[0]] if close else None
+    close = close_match(text, tuple(phrases), 0.75)
+    return phrases[close] if close is not None else None
 
 
 def keyword_hint(parser_message: str) -> str | None:
