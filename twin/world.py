@@ -14,6 +14,7 @@ Bad input is an error naming the file, line and column of the offending key
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from importlib import resources
@@ -283,6 +284,32 @@ def _text_problem(text: str, filename: str) -> str | None:
 
 def parse_world(text: str, filename: str = "<world>", base: Path | None = None) -> World:
     """Validate a world's text; a relative `agent.program` is resolved against `base` (the file's folder)."""
+    world = _validated(text, filename).model_copy(deep=True)  # a copy: callers change their world
+    if world.agent.program is not None:
+        try:
+            world.agent.program = str(agent_program_dir(world.agent.program, base))
+        except ValueError as exc:
+            line, col = _position(_tree(text, filename), ["agent", "program"])
+            raise WorldError(f"{filename}:{line}:{col}: `agent.program`: {exc}") from None
+    return world
+
+
+@functools.lru_cache(maxsize=32)
+def _validated(text: str, filename: str) -> World:
+    """The world a text describes, read once per process for each text: every twin a process
+    starts reads its world file (the tests start hundreds), and the YAML reader that keeps
+    positions for the messages takes 7-17 ms for a shipped world where copying the model takes a
+    fraction of one. A text with a problem raises each time (errors are not cached)."""
+    data = _tree(text, filename)
+    try:
+        return World.model_validate(_plain(data))
+    except ValidationError as exc:
+        lines = [_describe(filename, data, err) for err in exc.errors()]
+        raise WorldError("\n".join(lines)) from None
+
+
+def _tree(text: str, filename: str) -> dict:
+    """The world text read into ruamel's tree (with the positions the messages name)."""
     problem = _text_problem(text, filename)
     if problem is not None:
         raise WorldError(problem)
@@ -303,18 +330,7 @@ def parse_world(text: str, filename: str = "<world>", base: Path | None = None) 
         data = {}
     if not isinstance(data, dict):
         raise WorldError(f"{filename}:1:1: a world file is a mapping of keys — found {type(data).__name__}")
-    try:
-        world = World.model_validate(_plain(data))
-    except ValidationError as exc:
-        lines = [_describe(filename, data, err) for err in exc.errors()]
-        raise WorldError("\n".join(lines)) from None
-    if world.agent.program is not None:
-        try:
-            world.agent.program = str(agent_program_dir(world.agent.program, base))
-        except ValueError as exc:
-            line, col = _position(data, ["agent", "program"])
-            raise WorldError(f"{filename}:{line}:{col}: `agent.program`: {exc}") from None
-    return world
+    return data
 
 
 def _plain(node: Any) -> Any:

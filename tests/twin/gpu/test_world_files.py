@@ -120,3 +120,20 @@ def test_a_bad_node_name_stops_a_run_with_exit_2(tmp_path):
                              "-p", "no:cacheprovider", "-q"], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300)
     assert result.returncode == 2 and "Traceback" not in result.stdout + result.stderr
     assert "w.yaml:2:5: `nodes.0.name`: '../../x' is not a Kubernetes node name" in result.stdout + result.stderr
+
+
+def test_a_world_read_again_is_as_written_even_after_the_first_was_changed(tmp_path):
+    """A process reads each world text once; every read still gets a world of its own."""
+    path = tmp_path / "w.yaml"
+    path.write_text("seed: 3\nnodes:\n  - name: n1\n    gpus: 4\n")
+    first = load_world(path)
+    first.seed = 99
+    first.nodes[0].gpus = 2
+    again = load_world(path)
+    assert (again.seed, again.nodes[0].gpus) == (3, 4)
+    path.write_text("seed: 4\nnodes:\n  - name: n1\n    gpus: 4\n")
+    assert load_world(path).seed == 4
+    path.write_text("seed: 4\nnodes:\n  - name: n1\n    gpus: four\n")
+    for _ in range(2):  # a world with a problem is an error every time it is read
+        with pytest.raises(WorldError, match=r"w.yaml:4:\d+: `nodes.0.gpus`"):
+            load_world(path)
