@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import os
 import shutil
 import subprocess
 import sys
@@ -27,12 +26,13 @@ def test_importing_stepgraph_steps_does_not_import_kubernetes() -> None:
     assert done.stdout.strip() == "[]"
 
 
-def test_the_example_library_runs_its_scenario_on_the_twin(tmp_path: Path) -> None:
-    shutil.copytree(LIBRARY / "scenarios", tmp_path / "scenarios")
-    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\nstepgraph_paths = ["scenarios"]\n')
-    (tmp_path / "conftest.py").write_text("import acme_steps.pods  # the library's steps (installed, its entry point does this)\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(LIBRARY), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "scenarios"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == pytest.ExitCode.OK, done.stdout + done.stderr
-    assert "1 passed" in done.stdout
+def test_the_example_library_runs_its_scenario_on_the_twin(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # In the test's process, from a fresh process's state (tests/conftest.py): the library and its
+    # steps are imported for this run and forgotten after it, as a process of its own would.
+    shutil.copytree(LIBRARY / "scenarios", pytester.path / "scenarios")
+    (pytester.path / "pyproject.toml").write_text('[tool.pytest.ini_options]\nstepgraph_paths = ["scenarios"]\n')
+    (pytester.path / "conftest.py").write_text("import acme_steps.pods  # the library's steps (installed, its entry point does this)\n")
+    monkeypatch.syspath_prepend(str(LIBRARY))
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q", "scenarios")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1)
