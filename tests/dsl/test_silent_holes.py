@@ -3,8 +3,6 @@ a compile error saying what was meant."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -167,16 +165,14 @@ def test_every_option_the_twin_reads_is_one_it_declares() -> None:
     assert options.read and options.read <= set(TwinTarget.options), sorted(options.read - set(TwinTarget.options))
 
 
-def test_the_twin_agent_option_reaches_the_target_through_pytest(tmp_path: Path) -> None:
-    (tmp_path / "s.feature").write_text("Feature: F\n  Scenario: S\n    When we wait 1 s\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "s.feature", "-p", "no:cacheprovider", "-q", "--target", "twin",
-         "--target-option", f"agent={tmp_path / 'absent'}", "-o", "stepgraph_paths=."],
-        cwd=tmp_path, capture_output=True, text=True, check=False, timeout=300,
-    )
-    output = done.stdout + done.stderr
-    assert done.returncode == 2 and "Traceback" not in output, output
-    assert f"twin: agent={tmp_path / 'absent'}: agent program" in output and "has no option 'agent'" not in output
+def test_the_twin_agent_option_reaches_the_target_through_pytest(pytester: pytest.Pytester) -> None:
+    # In the test's process, from a fresh process's state (tests/conftest.py).
+    (pytester.path / "s.feature").write_text("Feature: F\n  Scenario: S\n    When we wait 1 s\n")
+    done = pytester.runpytest_inprocess("s.feature", "-p", "no:cacheprovider", "-q", "--target", "twin",
+                                        "--target-option", f"agent={pytester.path / 'absent'}", "-o", "stepgraph_paths=.")
+    output = done.stdout.str() + done.stderr.str()
+    assert done.ret == 2 and "Traceback" not in output, output
+    assert f"twin: agent={pytester.path / 'absent'}: agent program" in output and "has no option 'agent'" not in output
 
 
 @pytest.fixture

@@ -44,12 +44,13 @@ def test_an_ad_hoc_target_must_be_a_class(spec: str) -> None:
         load_target(spec)
 
 
-def test_target_os_system_ends_the_run_with_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_target_os_system_ends_the_run_with_one_line_and_exit_2(pytester: pytest.Pytester) -> None:
+    # In the test's process, from a fresh process's state (tests/conftest.py).
     scenario = Path(__file__).resolve().parents[2] / "scenarios" / "multi_dgd" / "nvml_caps.feature"
-    done = subprocess.run([sys.executable, "-m", "pytest", str(scenario), "--target", "os:system", "-q", "-p", "no:cacheprovider"],
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert "target 'os:system' is not a class" in done.stdout + done.stderr and "INTERNALERROR" not in done.stdout + done.stderr
+    done = pytester.runpytest_inprocess(str(scenario), "--target", "os:system", "-q", "-p", "no:cacheprovider")
+    output = done.stdout.str() + done.stderr.str()
+    assert done.ret == 2, output
+    assert "target 'os:system' is not a class" in output and "INTERNALERROR" not in output
 
 
 def _cluster(manifest_dir: Path) -> Cluster:
