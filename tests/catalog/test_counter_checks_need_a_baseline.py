@@ -5,11 +5,12 @@ scenario that increments the agent's counters — and the catalog itself has no 
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
+import pytest
+
 from stepgraph.dsl import REGISTRY, Ref
+from stepgraph.dsl.cli import main
 from stepgraph.dsl.compiler import compile_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,17 +60,21 @@ Feature: The seed's absolute zero-counter check
 """
 
 
-def _lint(folder: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stepgraph.dsl.cli", "lint", str(folder)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+def _lint(folder: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """`stepgraph lint FOLDER` in this process → exit code, what it printed."""
+    code = main(["lint", str(folder)])
+    out = capsys.readouterr()
+    return code, out.out + out.err
 
 
-def test_lint_rejects_an_absolute_counter_check_after_the_conflict_scenario(tmp_path: Path) -> None:
+def test_lint_rejects_an_absolute_counter_check_after_the_conflict_scenario(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
     shutil.copy(CATALOG / "conflict.feature", tmp_path / "a_conflict.feature")
     (tmp_path / "b_absolute.feature").write_text(ABSOLUTE)
-    after = _lint(tmp_path)
-    assert after.returncode == 2
-    assert "b_absolute.feature:8:" in after.stdout + after.stderr
-    assert "agent.counter_is asserts the absolute value of agent-counters" in after.stdout + after.stderr
+    code, printed = _lint(tmp_path, capsys)
+    assert code == 2
+    assert "b_absolute.feature:8:" in printed
+    assert "agent.counter_is asserts the absolute value of agent-counters" in printed
     (tmp_path / "b_absolute.feature").rename(tmp_path / "0_absolute.feature")  # now it runs first
-    assert _lint(tmp_path).returncode == 0
+    assert _lint(tmp_path, capsys)[0] == 0

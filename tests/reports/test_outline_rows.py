@@ -30,7 +30,7 @@ def test_each_row_is_reported_with_its_own_id_links_and_line(pytester: pytest.Py
     (pytester.path / "scenarios").mkdir()
     (pytester.path / "scenarios" / "rows.feature").write_text(FEATURE)
     pytester.makeini("[pytest]\nstepgraph_paths = scenarios\n")
-    result = pytester.runpytest_subprocess("--target", "local", "--stepgraph-results=results.json", "-p", "no:cacheprovider")
+    result = pytester.runpytest_inprocess("--target", "local", "--stepgraph-results=results.json", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
     records = json.loads((pytester.path / "results.json").read_text())["scenarios"]
     rows = sorted((r["id"], r["design"], r["line"], r["steps"][0]["name"]) for r in records)
