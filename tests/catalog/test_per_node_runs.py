@@ -5,10 +5,11 @@ turns exactly that node's column red."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -28,15 +29,6 @@ nodes:
   - {name: n3}
   - {name: other, labels: {power-test/node: elsewhere}}
 """
-
-
-def stepgraph_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    world = tmp_path / "three.yaml"
-    world.write_text(WORLD)
-    return subprocess.run(
-        [sys.executable, "-m", "stepgraph.dsl.cli", "run", str(CATALOG / "nvml_caps.feature"),
-         str(CATALOG / "applied_limit_metric.yaml"), "--world", str(world), *args, "--", "-q", "-p", "no:cacheprovider"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
 
 
 def stepgraph_run_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
@@ -60,8 +52,26 @@ def stepgraph_run_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str],
 
 @pytest.fixture(scope="module")
 def per_node(tmp_path_factory) -> tuple[subprocess.CompletedProcess, list[dict], str]:
+    """The command in this process: it runs pytest in its own process too, whose pytest-xdist
+    workers are processes of their own; a process for the command would add only an interpreter's
+    start and its imports."""
     tmp = tmp_path_factory.mktemp("per-node")
-    done = stepgraph_run(tmp, "--nodes", "power-test/node=target", "--workers", "2", "--reports", str(tmp / "r"))
+    world = tmp / "three.yaml"
+    world.write_text(WORLD)
+    out, err = io.StringIO(), io.StringIO()
+    cwd, environ = Path.cwd(), dict(os.environ)  # the command sets the node selector for the targets
+    os.chdir(ROOT)
+    freeze_what_lives()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["run", str(CATALOG / "nvml_caps.feature"), str(CATALOG / "applied_limit_metric.yaml"),
+                         "--world", str(world), "--nodes", "power-test/node=target", "--workers", "2",
+                         "--reports", str(tmp / "r"), "--", "-q", "-p", "no:cacheprovider"])
+    finally:
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(environ)
+    done = subprocess.CompletedProcess(["stepgraph", "run"], code, out.getvalue(), err.getvalue())
     records = json.loads((tmp / "r" / "results.json").read_text())["scenarios"]
     return done, records, (tmp / "r" / "trace.md").read_text()
 
