@@ -6,9 +6,12 @@ that does not validate is refused every time and never kept."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -87,36 +90,34 @@ def test_the_world_itself_is_validated_when_a_run_needs_it() -> None:
     assert target.world is not None and target.world.namespace == "kaim-dynamo-system"
 
 
-def test_a_kept_value_is_dropped_once_a_module_loaded_when_it_was_derived_changes(tmp_path: Path) -> None:
-    module = tmp_path / "derives_it.py"
+@contextlib.contextmanager
+def _loaded_module(folder: Path, name: str) -> Iterator[Path]:
+    """A module of `folder`, imported (so a value kept now is stamped with its file), and forgotten after."""
+    module = folder / f"{name}.py"
     module.write_text("VALUE = 1\n")
-    sys.path.insert(0, str(tmp_path))
+    sys.path.insert(0, str(folder))
     try:
-        import derives_it  # noqa: F401  (loaded while the value is derived)
+        importlib.import_module(name)
+        yield module
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop(name, None)
 
+
+def test_a_kept_value_is_dropped_once_a_module_loaded_when_it_was_derived_changes(tmp_path: Path) -> None:
+    with _loaded_module(tmp_path, "derives_it") as module:
         kept = tmp_path / "kept.json"
         keep_derived(kept, {"derived": 1})
         assert read_kept_derived(kept) == {"derived": 1}
         module.write_text("VALUE = 22\n")
         assert read_kept_derived(kept) is None
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("derives_it", None)
 
 
 def test_a_kept_value_is_dropped_when_a_module_is_rewritten_at_the_same_size(tmp_path: Path) -> None:
-    module = tmp_path / "derives_too.py"
-    module.write_text("VALUE = 1\n")
-    sys.path.insert(0, str(tmp_path))
-    try:
-        import derives_too  # noqa: F401
-
+    with _loaded_module(tmp_path, "derives_too") as module:
         kept = tmp_path / "kept.json"
         keep_derived(kept, "v")
         stat = module.stat()
         module.write_text("VALUE = 2\n")  # same size
         os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))  # one nanosecond later
         assert read_kept_derived(kept) is None
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("derives_too", None)
