@@ -10,7 +10,11 @@ registry (each run imports its step library again), this run's id, the SIGINT/SI
 its plugin installs and removes, the temp directory (read once from TMPDIR and cached) and the
 environment. Each in-process run gets that state as a fresh process would see it, and the test
 process gets its own back afterwards. Installed libraries stay imported from one run to the next
-(as they do for the scenario catalog's in-process runs); our modules are imported afresh.
+(as they do for the scenario catalog's in-process runs); our modules a run imports are forgotten
+after it, so the next run imports them afresh. Those the test process had imported before the
+test (the plugin pytest loaded, whatever earlier tests imported) stay, and so do their in-memory
+caches (load_gherkin's parsed documents, for one): a test of what a new process finds in memory
+or on disk, such as a second run reading only what the first kept, needs processes of its own.
 """
 
 from __future__ import annotations
