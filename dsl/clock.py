@@ -20,6 +20,25 @@ class Clock(Protocol):
     def sleep(self, seconds: float) -> None: ...
 
 
+@runtime_checkable
+class QuietClock(Protocol):
+    """A clock that can say until when nothing will happen on it — the twin's virtual clock, on
+    which the cluster changes only when a timer fires or a caller asks it to. The waits of
+    `eventually` and `throughout` use it to make only the observations that can differ.
+
+    `quiet_until()`: the time of the next timer (`math.inf` if none is set); `readings()`: how
+    many times its time has been read, so a wait can tell an observation that read the time
+    (which changes by itself) from one that read only the system."""
+
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+    def quiet_until(self) -> float: ...
+
+    def readings(self) -> int: ...
+
+
 class RealClock:
     """Wall-clock time, for live targets."""
 

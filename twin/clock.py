@@ -120,9 +120,11 @@ class VirtualClock:
         self._epoch = epoch - start
         self._queue = _TimerQueue()
         self._sleeping = threading.RLock()  # one advancer at a time keeps the order total
+        self._readings = 0
 
     def now(self) -> float:
         with self._queue.lock:
+            self._readings += 1
             return self._now
 
     def wall(self) -> float:
@@ -155,6 +157,18 @@ class VirtualClock:
 
     def next_due(self) -> float | None:
         return self._queue.next_due()
+
+    def quiet_until(self) -> float:
+        """When the next timer fires (`math.inf` if none is set). Everything of the twin that runs
+        by itself runs on a timer, so until then the cluster is as it is now, unless a caller's
+        request changes it: a wait that only looks can skip the moments in between."""
+        due = self._queue.next_due()
+        return math.inf if due is None else due
+
+    def readings(self) -> int:
+        """How many times the time was read (`now`, `wall`, and `sleep` through them)."""
+        with self._queue.lock:
+            return self._readings
 
     def pending(self) -> int:
         return self._queue.pending()
