@@ -14,9 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from frozen_heap import freeze_what_lives
+from in_process_run import stepgraph_here
 
-from stepgraph.dsl.cli import main
 from stepgraph.dsl.nodes import node_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,14 +37,8 @@ def stepgraph_run_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     world = tmp_path / "three.yaml"
     world.write_text(WORLD)
     monkeypatch.chdir(ROOT)
-    freeze_what_lives()
-    environ = dict(os.environ)  # the command sets the node selector for the targets, as a process of its own would
-    try:
-        code = main(["run", str(CATALOG / "nvml_caps.feature"), str(CATALOG / "applied_limit_metric.yaml"),
-                     "--world", str(world), *args, "--", "-q", "-p", "no:cacheprovider"])
-    finally:
-        os.environ.clear()
-        os.environ.update(environ)
+    code = stepgraph_here(["run", str(CATALOG / "nvml_caps.feature"), str(CATALOG / "applied_limit_metric.yaml"),
+                           "--world", str(world), *args, "--", "-q", "-p", "no:cacheprovider"])
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -59,18 +52,15 @@ def per_node(tmp_path_factory) -> tuple[subprocess.CompletedProcess, list[dict],
     world = tmp / "three.yaml"
     world.write_text(WORLD)
     out, err = io.StringIO(), io.StringIO()
-    cwd, environ = Path.cwd(), dict(os.environ)  # the command sets the node selector for the targets
+    cwd = Path.cwd()
     os.chdir(ROOT)
-    freeze_what_lives()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["run", str(CATALOG / "nvml_caps.feature"), str(CATALOG / "applied_limit_metric.yaml"),
-                         "--world", str(world), "--nodes", "power-test/node=target", "--workers", "2",
-                         "--reports", str(tmp / "r"), "--", "-q", "-p", "no:cacheprovider"])
+            code = stepgraph_here(["run", str(CATALOG / "nvml_caps.feature"), str(CATALOG / "applied_limit_metric.yaml"),
+                                   "--world", str(world), "--nodes", "power-test/node=target", "--workers", "2",
+                                   "--reports", str(tmp / "r"), "--", "-q", "-p", "no:cacheprovider"])
     finally:
         os.chdir(cwd)
-        os.environ.clear()
-        os.environ.update(environ)
     done = subprocess.CompletedProcess(["stepgraph", "run"], code, out.getvalue(), err.getvalue())
     records = json.loads((tmp / "r" / "results.json").read_text())["scenarios"]
     return done, records, (tmp / "r" / "trace.md").read_text()

@@ -12,10 +12,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from frozen_heap import freeze_what_lives
+from in_process_run import stepgraph_here
 from kubernetes import client
 
-from stepgraph.dsl.cli import main
 from stepgraph.steps._cluster import RUN_LABEL
 from stepgraph.twin.world import parse_world
 from stepgraph.twin.world_install import build_twin
@@ -90,14 +89,7 @@ def test_a_run_namespace_that_does_not_exist_is_one_line_and_exit_2(twin, tmp_pa
     # of its own would add only an interpreter's start and its imports.
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(tempfile, "tempdir", None)  # so the run reads TMPDIR, as its own process would
-    environ = dict(os.environ)
-    os.environ.update(_live_env(twin, "n1", "nowhere", tmp_path / "r"))
-    freeze_what_lives()
-    try:
-        code = main(_run_args(tmp_path / "r"))
-    finally:
-        os.environ.clear()
-        os.environ.update(environ)
+    code = stepgraph_here(_run_args(tmp_path / "r"), env=_live_env(twin, "n1", "nowhere", tmp_path / "r"))
     out = capsys.readouterr()
     assert code == 2, (out.out + out.err)[-2000:]
     assert "STEPGRAPH_RUN_NAMESPACE='nowhere' is not a namespace of this cluster — create it" in out.out + out.err

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from frozen_heap import freeze_what_lives
-
-from stepgraph.dsl.cli import main
+from in_process_run import stepgraph_here
 
 FEATURE = """\
 Feature: Lists
@@ -26,13 +23,7 @@ def test_a_path_given_in_a_subfolder_is_found(tmp_path: Path, capsys: pytest.Cap
     (tmp_path / "scenarios" / "demo" / "lists.feature").write_text(FEATURE)
     # The command in this process (with one world it runs pytest in its own process too), in the subfolder.
     monkeypatch.chdir(tmp_path / "scenarios")
-    environ = dict(os.environ)  # the command sets what the targets read, as a process of its own would
-    freeze_what_lives()
-    try:
-        code = main(["run", "demo/lists.feature", "--", "--target", "local", "-q", "-p", "no:cacheprovider"])
-    finally:
-        os.environ.clear()
-        os.environ.update(environ)
+    code = stepgraph_here(["run", "demo/lists.feature", "--", "--target", "local", "-q", "-p", "no:cacheprovider"])
     out = capsys.readouterr()
     assert code == 0, out.out + out.err
     assert "1 passed" in out.out

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 
 import pytest
-from frozen_heap import freeze_what_lives
+from in_process_run import stepgraph_here
 
-from stepgraph.dsl.cli import main
 from stepgraph.twin.world import PROFILES_DIR, WorldError, load_world, parse_world
 
 
@@ -122,13 +120,7 @@ def test_a_bad_node_name_stops_a_run_with_exit_2(tmp_path, capsys, monkeypatch):
     # The command in this process: with one world it runs pytest in its own process too, and the
     # run ends when the twin target reads the world, before any scenario.
     monkeypatch.chdir(tmp_path)
-    environ = dict(os.environ)  # the command sets what the targets read, as a process of its own would
-    freeze_what_lives()
-    try:
-        code = main(["run", "s.feature", "--world", "w.yaml", "--", "-p", "no:cacheprovider", "-q"])
-    finally:
-        os.environ.clear()
-        os.environ.update(environ)
+    code = stepgraph_here(["run", "s.feature", "--world", "w.yaml", "--", "-p", "no:cacheprovider", "-q"])
     out = capsys.readouterr()
     assert code == 2 and "Traceback" not in out.out + out.err
     assert "w.yaml:2:5: `nodes.0.name`: '../../x' is not a Kubernetes node name" in out.out + out.err
