@@ -152,7 +152,6 @@ class _Observation:
     is then the same until that timer fires."""
 
     def __init__(self, clock: Clock) -> None:
-        self.clock = clock
         self.quiet = clock if isinstance(clock, QuietClock) else None
         self.at, self.readings = (self.quiet.now(), self.quiet.readings()) if self.quiet else (0.0, 0)
         self.unchanged = False
