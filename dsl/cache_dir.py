@@ -9,6 +9,8 @@ folder that cannot be written only means nothing is kept.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.util
 import json
 import os
@@ -50,6 +52,17 @@ def installed_releases(package: str, prefixes: tuple[str, ...]) -> list[str]:
     except OSError:
         return []
     return sorted(n for n in names if n.lower().startswith(prefixes) and n.endswith(".dist-info"))
+
+
+@functools.cache
+def parser_release(package: str, prefixes: tuple[str, ...]) -> bytes | None:
+    """A digest of the interpreter and of the parser's installed release (`installed_releases`):
+    what a value the parser derives from a text depends on besides the text. None when no release
+    is found; then nothing the parser derives is kept, as an upgrade could not be told apart."""
+    releases = installed_releases(package, prefixes)
+    if not releases:
+        return None
+    return hashlib.sha256(sys.version.encode() + b"\0" + "\0".join(releases).encode()).digest()
 
 
 def keep(path: Path, data: bytes) -> None:

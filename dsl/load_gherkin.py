@@ -6,14 +6,13 @@ import dataclasses
 import functools
 import hashlib
 import re
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
 from . import ir
 from .binder import Attachment, bind_joint, bind_text
-from .cache_dir import cache_root, installed_releases, keep_json, read_kept_json
+from .cache_dir import cache_root, keep_json, parser_release, read_kept_json
 from .diagnostics import Diagnostic, Location
 from .gherkin_text import keyword_hint, text_problems
 from .phrases import JOINT_PHRASE, Window, joint_window
@@ -111,16 +110,8 @@ def parse_document(text: str) -> dict[str, Any]:
 # a release to name the parser by (gherkin not installed as a distribution), nothing is kept.
 
 
-@functools.cache
-def _parser_release() -> bytes | None:
-    releases = installed_releases("gherkin", ("gherkin_official-",))
-    if not releases:
-        return None
-    return hashlib.sha256(sys.version.encode() + b"\0" + "\0".join(releases).encode()).digest()
-
-
 def _document_key(text: str) -> str | None:
-    release = _parser_release()
+    release = parser_release("gherkin", ("gherkin_official-",))
     return hashlib.sha256(release + text.encode()).hexdigest()[:32] if release is not None else None
 
 

@@ -13,13 +13,12 @@ import copy
 import functools
 import hashlib
 import json
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from stepgraph.dsl import POD_START, CheckFailed, NamesFile, Params, Reads, Ref, StepContext, Watts, then, when
-from stepgraph.dsl.cache_dir import cache_root, installed_releases, keep_json, read_kept_json
+from stepgraph.dsl.cache_dir import cache_root, keep, parser_release, read_kept_json
 
 from ._clients import ClusterError, NotFound, translated
 from ._cluster import (
@@ -111,27 +110,23 @@ def _parsed_yaml(text: str) -> list[Any]:
     applies the same few manifests in scenario after scenario, and parsing one takes 15-20 ms
     where copying its documents takes a hundredth of that. Keyed by the text itself, so an edited
     file is parsed afresh; a stream that does not parse raises each time (errors are not cached).
-    Across processes, what a text parses into is kept on disk as JSON (see _keep_documents)."""
+    Across processes, what a text parses into is kept on disk as JSON (see _keep_documents), named
+    by the text, the interpreter and ruamel.yaml's release (nothing is kept if that is not found)."""
     key = _documents_key(text)
-    kept = read_kept_json(_documents_file(key))
+    kept = read_kept_json(_documents_file(key)) if key is not None else None
     if isinstance(kept, list):
         return kept
     from ruamel.yaml import YAML  # the YAML parser: only a step that applies a manifest needs it
 
     docs = list(YAML(typ="safe").load_all(text))
-    _keep_documents(key, docs)
+    if key is not None:
+        _keep_documents(key, docs)
     return docs
 
 
-@functools.cache
-def _yaml_release() -> bytes:
-    """What a text's documents depend on besides the text: the parser's release and the interpreter."""
-    releases = installed_releases("ruamel.yaml", ("ruamel.yaml-", "ruamel_yaml-"))
-    return "\0".join([sys.version, *releases]).encode()
-
-
-def _documents_key(text: str) -> str:
-    return hashlib.sha256(_yaml_release() + b"\0" + text.encode()).hexdigest()[:32]
+def _documents_key(text: str) -> str | None:
+    release = parser_release("ruamel.yaml", ("ruamel.yaml-", "ruamel_yaml-"))
+    return hashlib.sha256(release + text.encode()).hexdigest()[:32] if release is not None else None
 
 
 def _documents_file(key: str) -> Path:
@@ -143,11 +138,11 @@ def _keep_documents(key: str, docs: list[Any]) -> None:
     syntax, but YAML also has timestamps, binary, sets and keys that are not strings (1: a), which
     would come back as something else; those streams are parsed again in each process."""
     try:
-        faithful = json.loads(json.dumps(docs)) == docs
+        text = json.dumps(docs)
     except (TypeError, ValueError):
         return
-    if faithful:
-        keep_json(_documents_file(key), docs)
+    if json.loads(text) == docs:
+        keep(_documents_file(key), text.encode())
 
 
 def load_manifest(path: Path, namespace: str) -> list[dict[str, Any]]:
