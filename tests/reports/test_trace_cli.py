@@ -11,6 +11,7 @@ from reference_data import DYNAMO_PLAN as EXTERNAL_DOC
 from test_design_parser import REQUIRED
 
 from stepgraph.dsl.reports.cli import main
+from stepgraph.dsl.reports.errors import parse_json
 
 
 @pytest.fixture
@@ -141,6 +142,11 @@ def test_diff_against_a_baseline_names_new_failures_fixed_and_flaky(tmp_path: Pa
     assert "🔴 new failure `B1`" in (tmp_path / "out" / "trace.md").read_text()
 
 
+def test_brackets_in_strings_do_not_nest() -> None:
+    text = '{"note": "' + "[" * 300 + '\\"' + "{" * 300 + '"}'
+    assert parse_json(text, "r.json", "results file", "re-run")["note"].endswith("{" * 300)
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (None, "cannot read results file"),
     ('{"schema": "stepgraph-results/1",\n "run": {', ":2:10: results file is truncated"),
@@ -148,6 +154,12 @@ def test_diff_against_a_baseline_names_new_failures_fixed_and_flaky(tmp_path: Pa
     ('{"schema": "cucumber"}', ":1:1: not a stepgraph results file"),
     ('{"schema": "stepgraph-results/1",\n "run": ' + "[" * 100_000 + "]" * 100_000 + "}",
      ":2:208: results file nests deeper than 200 levels — re-run the tests to write it again"),
+    # Brackets in strings do not count, whatever the string holds before them (an escaped quote,
+    # an escaped line break), and are still told apart from the nesting that follows.
+    ('{"schema": "stepgraph-results/1", "note": "[[[\\"{{{\\\n]]]",\n "run": ' + "[" * 300 + "]" * 300 + "}",
+     ":3:208: results file nests deeper than 200 levels"),
+    ('{"note": "' + "[" * 300 + '",\n "run": ' + "[{" * 150 + "}]" * 150 + "}",
+     ":2:208: results file nests deeper than 200 levels"),
     ('{"schema": "stepgraph-results/1",\n "run": ' + "9" * 5001 + "}",
      ":2:9: results file holds a number of more than 4300 digits — re-run the tests to write it again"),
 ])
