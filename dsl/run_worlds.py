@@ -110,13 +110,17 @@ def run_worlds(worlds: Sequence[str], paths: Sequence[str], pytest_args: Sequenc
          "paths": list(paths), "pytest_args": list(pytest_args), "jobs": jobs})])
     interrupted = False
     baseline: Path | None = None
+    ahead = None
     try:
         # While the server imports what the worlds need (on one core), this process loads and
-        # compiles what it will need to merge and report, instead of after the last world.
+        # compiles what it will need to merge and report, and reads what the trace reads besides
+        # this run's results (documents, lock, expectations, baseline), instead of after the last world.
         from stepgraph.dsl.reports import cucumber, junit, results, run_reports
 
         baseline = run_reports.keep_previous(out)
         run_reports.prepare()
+        ahead = run_reports.read_ahead(out, trace.design, baseline=baseline, expect=trace.expect,
+                                       lock=trace.lock) if trace.design else None
         server.wait()
     except KeyboardInterrupt:
         interrupted = True
@@ -141,8 +145,8 @@ def run_worlds(worlds: Sequence[str], paths: Sequence[str], pytest_args: Sequenc
     results.write(document, out / "results.json")
     cucumber.write(document, out / "cucumber.json")
     junit.write(document, out / "junit.xml")
-    code = run_reports.write_trace(out, trace.design, baseline=baseline, expect=trace.expect, lock=trace.lock) \
-        if trace.design else 0
+    code = run_reports.write_trace(out, trace.design, baseline=baseline, expect=trace.expect, lock=trace.lock,
+                                   ahead=ahead) if trace.design else 0
     failed = [run.returncode for run in runs if run.returncode]
     return failed[0] if failed else code
 

@@ -10,15 +10,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from stepgraph.dsl.reports import render
-from stepgraph.dsl.reports.design import parse_design_doc
+from stepgraph.dsl.reports.design import DesignDoc, parse_design_doc
 from stepgraph.dsl.reports.errors import InputError
-from stepgraph.dsl.reports.expectations import load_expectations
-from stepgraph.dsl.reports.lock import load_lock, write_lock
+from stepgraph.dsl.reports.expectations import Expectation, load_expectations
+from stepgraph.dsl.reports.lock import Lock, load_lock, write_lock
 from stepgraph.dsl.reports.paths import from_base
 from stepgraph.dsl.reports.results import load
 from stepgraph.dsl.reports.trace import Inputs, build_trace, lock_entries
@@ -65,7 +67,56 @@ def _write(path: str | Path, write: Callable[[], None]) -> None:
                          "check that --out names a folder you can write to") from None
 
 
-def main(argv: list[str] | None = None) -> int:
+#: What a trace reads besides the results it traces: the documents, the review lock, the
+#: expectations and the baseline results.
+Early = tuple[list[DesignDoc], Lock | None, list[Expectation] | None, list[dict[str, Any]] | None]
+
+
+def _read_before_results(args: argparse.Namespace) -> Early:
+    base = args.base or Path.cwd()
+    docs = [parse_design_doc(path, from_base(path, base)) for path in args.design]
+    return (docs,
+            load_lock(args.lock, docs) if args.lock and not args.update_lock else None,
+            load_expectations(args.expect, from_base(args.expect, base)) if args.expect else None,
+            [load(path) for path in args.baseline] if args.baseline else None)
+
+
+def _identities(args: argparse.Namespace) -> tuple[tuple[int, int, int] | None, ...]:
+    """Each file the early inputs come from, as (inode, size, mtime): a file written again differs."""
+    def identity(path: str | Path) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+    return tuple(identity(path) for path in [*args.design, args.lock, args.expect, *(args.baseline or [])] if path)
+
+
+class ReadAhead:
+    """A trace's early inputs read before its results exist (while `stepgraph run`'s worlds run):
+    taken once, by a trace with the same arguments, and only while none of their files changed.
+    A file that does not read is left for the trace to read again, and report."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self._argv = list(argv)
+        args = _parser().parse_args(argv)
+        self._identities = _identities(args)
+        try:
+            self._early: Early | None = _read_before_results(args)
+        except InputError:
+            self._early = None
+        if _identities(args) != self._identities:
+            self._early = None
+
+    def take(self, argv: list[str] | None) -> Early | None:
+        early, self._early = self._early, None
+        if early is None or argv != self._argv or _identities(_parser().parse_args(argv)) != self._identities:
+            return None
+        return early
+
+
+def main(argv: list[str] | None = None, *, ahead: ReadAhead | None = None) -> int:
+    """`stepgraph trace`; `ahead`: what a ReadAhead of the same arguments read before the results."""
     parser = _parser()
     args = parser.parse_args(argv)
     formats = _formats(args.format, parser)
@@ -73,17 +124,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--update-lock needs --lock FILE")
     if args.base is not None and not args.base.is_dir():
         parser.error(f"--base {args.base}: not a folder — name the folder the report's paths are read from")
-    base = args.base or Path.cwd()
     try:
-        docs = [parse_design_doc(path, from_base(path, base)) for path in args.design]
-        inputs = Inputs(
-            docs=docs,
-            runs=[load(path) for path in args.results],
-            lock=load_lock(args.lock, docs) if args.lock and not args.update_lock else None,
-            expectations=load_expectations(args.expect, from_base(args.expect, base)) if args.expect else None,
-            baseline=[load(path) for path in args.baseline] if args.baseline else None,
-            only=args.only,
-        )
+        early = ahead.take(argv) if ahead is not None else None
+        docs, lock, expectations, baseline = early or _read_before_results(args)
+        inputs = Inputs(docs=docs, runs=[load(path) for path in args.results], lock=lock,
+                        expectations=expectations, baseline=baseline, only=args.only)
         trace = build_trace(inputs)
         if args.update_lock:
             _write(args.lock, lambda: write_lock(args.lock, lock_entries(trace), docs))

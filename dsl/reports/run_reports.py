@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from stepgraph.dsl.reports.cli import ReadAhead
 from stepgraph.dsl.reports.cli import main as trace_main
 
 FILES = ("results.json", "cucumber.json", "junit.xml")
@@ -47,17 +48,24 @@ def prepare() -> None:
     render.load_templates()
 
 
-def write_trace(out: Path, design: list[Path], *, baseline: Path | None = None, expect: Path | None = None,
-                lock: Path | None = None, base: Path | None = None) -> int:
-    """`stepgraph trace` over this run's results; returns its exit code (0, 1 or 2). The trace names
-    files from `base` (the working folder if None)."""
+def _trace_argv(out: Path, design: list[Path], baseline: Path | None, expect: Path | None, lock: Path | None,
+                base: Path | None) -> list[str]:
     argv = ["--design", *map(str, design), "--results", str(out / "results.json"), "--out", str(out)]
-    if base is not None:
-        argv += ["--base", str(base)]
-    if baseline is not None:
-        argv += ["--baseline", str(baseline)]
-    if expect is not None:
-        argv += ["--expect", str(expect)]
-    if lock is not None:
-        argv += ["--lock", str(lock)]
-    return trace_main(argv)
+    for option, value in (("--base", base), ("--baseline", baseline), ("--expect", expect), ("--lock", lock)):
+        if value is not None:
+            argv += [option, str(value)]
+    return argv
+
+
+def read_ahead(out: Path, design: list[Path], *, baseline: Path | None = None, expect: Path | None = None,
+               lock: Path | None = None, base: Path | None = None) -> ReadAhead:
+    """Read what `write_trace` with the same arguments will read besides the results (the
+    documents, the lock, the expectations, the baseline), for a caller with time to spare before."""
+    return ReadAhead(_trace_argv(out, design, baseline, expect, lock, base))
+
+
+def write_trace(out: Path, design: list[Path], *, baseline: Path | None = None, expect: Path | None = None,
+                lock: Path | None = None, base: Path | None = None, ahead: ReadAhead | None = None) -> int:
+    """`stepgraph trace` over this run's results; returns its exit code (0, 1 or 2). The trace names
+    files from `base` (the working folder if None); `ahead`: a `read_ahead` of the same arguments."""
+    return trace_main(_trace_argv(out, design, baseline, expect, lock, base), ahead=ahead)
