@@ -77,6 +77,10 @@ def test_ctrl_c_ends_the_world_running_and_starts_no_other(tmp_path: Path) -> No
     while not (first.is_file() and "collected" in first.read_text()):
         assert run.poll() is None and time.monotonic() < deadline, "the first world never began collecting"
         time.sleep(0.05)
+    # The command forks the process serving the worlds (it starts with the language imported)
+    # rather than starting another interpreter.
+    (server,) = Path(f"/proc/{run.pid}/task/{run.pid}/children").read_text().split()
+    assert Path(f"/proc/{server}/cmdline").read_bytes() == Path(f"/proc/{run.pid}/cmdline").read_bytes()
     os.killpg(run.pid, signal.SIGINT)  # as Ctrl-C does: every process of the run gets it
     printed, errors = run.communicate(timeout=120)
     assert run.returncode == 2, printed[-3000:] + errors[-3000:]
