@@ -13,12 +13,16 @@ that disturbs every DCGM user on the node, so it needs `disruptive`, which only 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
 from stepgraph.dsl import CheckFailed, NoParams, Params, StepContext, given, when
+from stepgraph.dsl.cache_dir import cache_root, keep_json, parser_release, read_kept_json
 
 from ._clients import ApiError, translated
 from ._cluster import HOSTENGINE_SELECTOR, Cluster, cluster
@@ -78,14 +82,44 @@ def fault_on(ctx: StepContext, params: FaultParams) -> dict[str, Any]:
 
 
 def _yaml_value(text: str) -> str:
-    from ruamel.yaml import YAML  # the YAML parser: only a scenario that sets a fault value needs it
+    kept = _accepted_file(text)
+    if kept is not None and read_kept_json(kept) is True:
+        return text
+    from ruamel.yaml import YAML  # the YAML parser: only a value not checked before needs it
     from ruamel.yaml.error import YAMLError
 
     try:
         YAML(typ="safe").load(text)
     except YAMLError as exc:
         raise ValueError(f"{text!r} is not a YAML value ({exc}) — e.g. \"[0, 1]\" or \"'4.4'\"") from None
+    if kept is not None:
+        keep_json(kept, True)
     return text
+
+
+# Whether a text is one YAML value is the same every time for the same text, parser and check, and
+# importing ruamel.yaml to find out costs more than the rest of binding the step: every lint and
+# collection of a scenario that sets a fault would pay it. So the texts the parser accepted are
+# kept on disk, named by the text, the source of this module (the check), ruamel.yaml's release
+# and the interpreter's; nothing is kept when that release or this source cannot be found. A text
+# it refuses is never kept: it is parsed again and reported as ever.
+
+
+@functools.cache
+def _value_checker() -> bytes | None:
+    release = parser_release("ruamel.yaml", ("ruamel.yaml-", "ruamel_yaml-"))
+    try:
+        source = Path(__file__).read_bytes()
+    except OSError:
+        return None
+    return hashlib.sha256(release + source).digest() if release is not None else None
+
+
+def _accepted_file(text: str) -> Path | None:
+    checker = _value_checker()
+    if checker is None:
+        return None
+    return cache_root() / "yaml-values" / f"{hashlib.sha256(checker + text.encode()).hexdigest()[:32]}.json"
 
 
 class FaultValueParams(Params):
