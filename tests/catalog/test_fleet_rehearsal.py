@@ -1,7 +1,10 @@
 """`stepgraph fleet run` rehearsed end to end on a multi-node twin: every runner pod runs stepgraph
 itself as a real process (the runner image served by the twin's process containers), with its
 in-cluster config and the RBAC the run created; one node is broken by a fault switch on that node
-only, and exactly that node's column is red. Nothing of the run is left afterwards."""
+only, and exactly that node's column is red. Nothing of the run is left afterwards.
+
+Two nodes, one broken, prove it: each runner pod is a process of its own on its own node, so a
+third would only repeat the green one (its runner costs a stepgraph process of its own, ~3 CPU-s)."""
 
 from __future__ import annotations
 
@@ -26,7 +29,6 @@ timing: {pod_startup_seconds: 0.5}
 nodes:
   - {name: n1}
   - {name: n2, faults: {nvml_no_permission: true}}
-  - {name: n3}
 """
 
 
@@ -54,7 +56,7 @@ def test_runner_pods_run_stepgraph_and_only_the_broken_node_is_red(twin, tmp_pat
                        "--schedule-timeout", "60", "--timeout", "600", "--", "-q", "-p", "no:cacheprovider"])
     out = capsys.readouterr().out
     assert code == 1, out
-    assert sorted(started.values()) == ["n1", "n2", "n3"], out
+    assert sorted(started.values()) == ["n1", "n2"], out
     records = results_file.load(tmp_path / "results.json")["scenarios"]
     outcomes: dict[str, dict[str, str]] = defaultdict(dict)
     for r in records:
@@ -63,11 +65,10 @@ def test_runner_pods_run_stepgraph_and_only_the_broken_node_is_red(twin, tmp_pat
     assert dict(outcomes) == {
         "node n1": {"NVML-CAPS": "passed", "B2": "passed"},
         "node n2": {"NVML-CAPS": "failed", "B2": "failed"},
-        "node n3": {"NVML-CAPS": "passed", "B2": "passed"},
     }, out
     assert "node n1: 2 passed" in out and "node n2: 2 failed" in out
     trace = (tmp_path / "trace.md").read_text()
-    assert all(f"node {n}" in trace for n in ("n1", "n2", "n3"))
+    assert all(f"node {n}" in trace for n in ("n1", "n2"))
     # Nothing left: no Job, pod, runner namespace, RBAC object or process.
     api = twin.api_client()
     assert client.BatchV1Api(api).list_namespaced_job(NS).items == []
