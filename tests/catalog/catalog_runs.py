@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cleanup_recorder import CleanupRecorder
 from frozen_heap import freeze_what_lives
 from outcome_recorder import OutcomeRecorder
 
@@ -26,6 +27,7 @@ class CatalogRun:
     passed: int = 0  # tests passed, as pytest's summary counts them
     warnings: tuple[str, ...] = ()  # "Category: message" of every warning pytest recorded
     reports: Path | None = None  # the folder of the run's third-party reports, if it wrote them
+    cleanup: str = ""  # the last line of the run's cleanup ledger, once a target session had started
 
     def ids(self, outcome: str) -> set[str]:
         return {i for i, r in self.outcomes.items() if r["outcome"] == outcome}
@@ -38,15 +40,16 @@ def run_catalog(*args: str, files: tuple[str, ...] = (), plugins: tuple[object, 
     In-process keeps a run to its own work (no interpreter start, no re-import); every run still
     starts its own twin from its world, so switches and state never leak between runs.
     """
-    recorder = OutcomeRecorder()
+    recorder, cleanup = OutcomeRecorder(), CleanupRecorder()
     paths = [str(CATALOG / f) for f in files] or [str(CATALOG)]
     freeze_what_lives()
     code = pytest.main(
         [*paths, "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "-p", "no:cacheprovider", "-p", "no:terminal", *args],
-        plugins=[recorder, *plugins],
+        plugins=[recorder, cleanup, *plugins],
     )
     text = "\n".join(r["text"] for r in recorder.results.values() if r["text"]) + "".join(recorder.exits)
-    return CatalogRun(int(code), dict(recorder.results), text, recorder.passed, tuple(recorder.warnings), reports)
+    return CatalogRun(int(code), dict(recorder.results), text, recorder.passed, tuple(recorder.warnings), reports,
+                      cleanup.summary)
 
 
 WORLD_ARGS = {
@@ -57,6 +60,11 @@ WORLD_ARGS = {
 }
 
 
+# The API fault rate the Path B and Path A (NVML) world runs are made at: the catalog must pass
+# there as without faults, and leave nothing behind.
+API_FAULTS = "faults={api_fault_rate: 0.1, api_latency_seconds: 0.05}"
+FAULTED = ("path-b-nvml", "path-a-nvml")
+
 _FOLDERS: list[tempfile.TemporaryDirectory] = []  # removed when the process ends
 
 
@@ -66,11 +74,16 @@ def world_runs() -> dict[str, CatalogRun]:
 
     The default world's run also writes what tools reading pytest-bdd's view of a run read (Allure
     results, pytest-bdd's Cucumber JSON) into its `reports` folder, and is strict about
-    ResourceWarning, for the tests of those tools."""
+    ResourceWarning, for the tests of those tools.
+
+    The Path B and Path A runs with NVML (`FAULTED`) are made at a 10 % API fault rate: what every
+    reader checks of them (the documented counts, nothing left, the reports) must hold there too,
+    and one run per world serves both, instead of a clean run and a faulted one of the same catalog."""
     _FOLDERS.append(tempfile.TemporaryDirectory(prefix="stepgraph-world-runs-"))
     reports = Path(_FOLDERS[-1].name)
-    jobs: dict[str, dict] = {name: {"args": args} for name, args in WORLD_ARGS.items()}
-    jobs["path-b-nvml"] = {"reports": reports, "args": [*WORLD_ARGS["path-b-nvml"], f"--alluredir={reports / 'allure'}",
+    jobs: dict[str, dict] = {name: {"args": [*args, *(("--target-option", API_FAULTS) if name in FAULTED else ())]}
+                             for name, args in WORLD_ARGS.items()}
+    jobs["path-b-nvml"] = {"reports": reports, "args": [*jobs["path-b-nvml"]["args"], f"--alluredir={reports / 'allure'}",
                                                         f"--cucumberjson={reports / 'bdd.json'}", "-W", "error::ResourceWarning"]}
     return run_many(jobs)
 

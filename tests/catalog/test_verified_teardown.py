@@ -4,7 +4,7 @@ limit; a restore that fails fails the run (the seed printed "all GPUs at default
 from __future__ import annotations
 
 import pytest
-from catalog_runs import run_catalog, world_runs
+from catalog_runs import FAULTED, run_catalog, world_runs
 from kubernetes import client
 from twin_fault_flips import FlipBeforeTeardown
 
@@ -17,6 +17,14 @@ def test_a_clean_catalog_run_leaves_nothing_and_every_gpu_at_default(world: str)
     run = world_runs()[world]
     assert run.returncode == 0, run.output[-3000:]
     assert "did not clean up" not in run.output and not run.ids("error")
+
+
+@pytest.mark.parametrize("world", FAULTED)
+def test_the_catalog_passes_at_a_10_percent_api_fault_rate_and_leaves_nothing(world: str) -> None:
+    run = world_runs()[world]  # made at the API fault rate (catalog_runs.FAULTED)
+    assert run.returncode == 0, f"{world}: {run.output[-3000:]}"
+    assert not run.ids("failed") and not run.ids("error")
+    assert run.cleanup.endswith("nothing left behind") and "run-end check" in run.cleanup, run.cleanup
 
 
 def test_a_failed_gpu_restore_fails_the_run_and_names_the_gpus() -> None:
