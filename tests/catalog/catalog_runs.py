@@ -52,11 +52,13 @@ def run_catalog(*args: str, files: tuple[str, ...] = (), plugins: tuple[object, 
                       cleanup.summary)
 
 
+# The Path A runs name their world as the everyday command does, by `--world` and by the ini
+# option `stepgraph_world` (test_expected_outcomes reads that they ran on Path A).
 WORLD_ARGS = {
     "path-b-nvml": ["--target-option", "world=path-b"],
     "path-b-dcgm": ["--target-option", "world=path-b-dcgm"],
-    "path-a-nvml": ["--target-option", "world=path-a"],
-    "path-a-dcgm": ["--target-option", "world=path-a", "--target-option", "actuator=dcgm"],
+    "path-a-nvml": ["--world", "path-a"],
+    "path-a-dcgm": ["-o", "stepgraph_world=path-a", "--target-option", "actuator=dcgm"],
 }
 
 

@@ -57,13 +57,16 @@ def test_the_kaim_variant_runs_the_same_catalog_from_its_own_manifests() -> None
     assert run.ids("passed") == {"NVML-CAPS", "B5"}
 
 
-def test_world_option_and_ini_name_the_twin_world() -> None:
+def test_world_option_and_ini_name_the_twin_world(runs: dict[str, CatalogRun]) -> None:
     from catalog_runs import run_catalog
 
-    by_flag = run_catalog("--world", "path-a", files=("annotations.feature",))
-    by_ini = run_catalog("-o", "stepgraph_world=path-a", files=("annotations.feature",))
+    # The Path A world runs name the world by the flag and by the ini option alone.
+    assert WORLD_ARGS["path-a-nvml"] == ["--world", "path-a"]
+    assert WORLD_ARGS["path-a-dcgm"][:2] == ["-o", "stepgraph_world=path-a"] and "--world" not in WORLD_ARGS["path-a-dcgm"]
+    by_flag, by_ini = runs["path-a-nvml"], runs["path-a-dcgm"]
+    annotations = {"A1-A2", "A3", "A2-strict"}  # annotations.feature: A3 and A2-strict need Path A
+    assert annotations <= by_flag.ids("passed") and annotations <= by_ini.ids("passed")
     explicit = run_catalog("--world", "path-a", "--target-option", "world=path-b", files=("annotations.feature",))
-    assert by_flag.ids("passed") == by_ini.ids("passed") == {"A1-A2", "A3", "A2-strict"}
     assert explicit.ids("skipped") == {"A3", "A2-strict"}  # an explicit --target-option wins
 
 
