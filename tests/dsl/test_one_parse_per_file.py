@@ -1,6 +1,9 @@
 """Collection parses each scenario file's Gherkin once: the compiler, the collector and pytest-bdd
 share one document (a YAML file's once too, as the `.feature` text it is rendered to); a second
-run parses none, reading the documents the first kept."""
+run parses none, reading the documents the first kept.
+
+The runs are on the built-in `local` target: parsing is collection's, whatever the target, and the
+default one (the twin) would add a cluster's start to each of the two processes."""
 
 from __future__ import annotations
 
@@ -53,10 +56,10 @@ def test_each_file_is_parsed_once(pytester: pytest.Pytester, monkeypatch: pytest
     (pytester.path / "scenarios").mkdir()
     (pytester.path / "scenarios" / "a.feature").write_text(textwrap.dedent(FEATURE))
     (pytester.path / "scenarios" / "b.yaml").write_text(YAML)
-    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", "--target", "local")
     result.assert_outcomes(passed=3)
     parses = json.loads((pytester.path / "parses.json").read_text())
     assert parses == {"Feature: Written in Gherkin": 1, "Feature: Written in YAML": 1}
-    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", "--target", "local")
     result.assert_outcomes(passed=3)
     assert json.loads((pytester.path / "parses.json").read_text()) == {}
