@@ -16,8 +16,13 @@ from typing import Any, TypeVar, cast
 T = TypeVar("T")
 
 
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
 def copy_tree(tree: T) -> T:
     data: Any = tree
+    if type(data) in _IMMUTABLE:  # nothing to copy (a patch's leaves mostly are)
+        return tree
     try:
         return cast(T, marshal.loads(marshal.dumps(data)))
     except ValueError:

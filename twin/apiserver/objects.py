@@ -355,16 +355,18 @@ def service_update_problems(old: dict, new: dict) -> list[tuple[str, str, str]]:
     return []
 
 
-def updated(rtype: ResourceType, old: dict, body: dict, subresource: str | None) -> dict:
+def updated(rtype: ResourceType, old: dict, body: dict, subresource: str | None, *, patched: bool = False) -> dict:
     """The object an update would store: identity from `old`, spec/status per subresource.
 
     What `body` holds of `old` itself (the parts a patch left alone) stays shared, and so does
-    the status an update keeps: no write changes a stored object in place. The rest is copied,
-    and so is all of a workload, whose defaulting below writes into its spec and status."""
+    the status an update keeps: no write changes a stored object in place. The rest is copied —
+    unless `patched`: a patch's result is made of new containers, copied leaves and parts of
+    `old`, so it holds nothing of anyone else's — and so is all of a workload, whose defaulting
+    below writes into its spec and status. The metadata is always a copy: the write sets fields on it."""
     if rtype.key in WORKLOADS:
         new = copy_tree(body)
     else:
-        new = {k: v if v is old.get(k) and k != "metadata" else copy_tree(v) for k, v in body.items()}
+        new = {k: v if (patched or v is old.get(k)) and k != "metadata" else copy_tree(v) for k, v in body.items()}
     new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
     md = new.setdefault("metadata", {})
     for k in ("uid", "creationTimestamp", "namespace", "name", "deletionTimestamp",

@@ -23,7 +23,8 @@ PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
 
 
 def apply(kind: str, current: dict, patch: Any, *, builtin: bool, schema: dict | None) -> Any:
-    """The patched object for a PATCH of content type `kind` (415 for types we do not take)."""
+    """The patched object for a PATCH of content type `kind` (415 for types we do not take). It
+    holds nothing of `patch` (values are copied in), only new containers and parts of `current`."""
     if kind == JSON_PATCH:
         return json_patch(current, patch)
     if kind == STRATEGIC_PATCH:
@@ -56,7 +57,7 @@ def json_patch(target: dict, ops: Any) -> dict:
     if not isinstance(ops, list):
         raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     try:
-        return jsonpatch.JsonPatch(ops).apply(target, in_place=False)
+        return jsonpatch.JsonPatch(ops).apply(target, in_place=False)  # (it copies the operations' values in)
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError) as exc:
         # The real server answers every patch that does not apply with this one sentence (the
         # library's own text, Python types and all, is not what clients see).
@@ -115,7 +116,7 @@ def _merge_list(target: Any, patch: list, raw: dict) -> list:
             if at is not None:
                 result.pop(at)
         elif at is None:
-            result.append({k: v for k, v in item.items() if not k.startswith("$")})
+            result.append({k: copy_tree(v) for k, v in item.items() if not k.startswith("$")})
         else:
             result[at] = _merge_map(result[at], item, item_schema)
     return result

@@ -266,7 +266,7 @@ class Store:
                 raise conflict(rtype.plural, rtype.group, name)
             if patched["metadata"].get("name") != name:
                 raise bad_request(f"the name of the object ({patched['metadata'].get('name')}) does not match the name on the URL ({name})")
-            new = objects.updated(rtype, old, patched, subresource)
+            new = objects.updated(rtype, old, patched, subresource, patched=True)
             if kind != patches.APPLY_PATCH:
                 self._record_update(rtype, old, new, field_manager, version)
             self._validate(rtype, new, version, strict, warnings, old)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import contextlib
 import copy
 
+import pytest
 from kubernetes import client
 from kubernetes.stream import stream
 
-from stepgraph.twin.apiserver import patches
+from stepgraph.twin.apiserver import patches, schemas
 
 POD = {"metadata": {"name": "shared", "labels": {"app": "a"}, "finalizers": ["example.com/hold"]},
        "spec": {"containers": [{"name": "c", "image": "busybox:1.36", "env": [{"name": "A", "value": "1"}]}]}}
@@ -68,3 +69,39 @@ def test_writes_leave_objects_handed_out_shared_as_they_were(twin):
     assert len(watched) >= 8
     changed = [shared["metadata"].get("resourceVersion") for shared, snapshot in handed_out if shared != snapshot]
     assert not changed
+
+
+
+def scribble(value: object) -> None:
+    """Every string in a JSON tree changed in place."""
+    if isinstance(value, dict):
+        for key in value:
+            value[key] = "changed" if isinstance(value[key], str) else value[key]
+            scribble(value[key])
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            value[i] = "changed" if isinstance(item, str) else item
+            scribble(item)
+
+
+def new_container() -> dict:
+    return {"name": "b", "image": "busybox:1.36", "env": [{"name": "X", "value": "1"}], "ports": [{"containerPort": 80}]}
+
+
+@pytest.mark.parametrize(("kind", "make_patch", "containers"), [
+    (patches.MERGE_PATCH, lambda: {"metadata": {"annotations": {"a": "1"}}, "spec": {"containers": [new_container()]}},
+     ["b"]),
+    (patches.STRATEGIC_PATCH, lambda: {"metadata": {"labels": {"a": "1"}}, "spec": {"containers": [new_container()]}},
+     ["c", "b"]),
+    (patches.JSON_PATCH, lambda: [{"op": "add", "path": "/spec/containers/-", "value": new_container()},
+                                  {"op": "add", "path": "/metadata/labels", "value": {"a": "1"}}], ["c", "b"]),
+])
+def test_a_patched_object_holds_nothing_of_the_patch(kind: str, make_patch, containers: list[str]) -> None:
+    """The store keeps a patch's result without copying it again: a caller that changes its patch
+    afterwards must not change the stored object (here: a list item new to a merged list too)."""
+    patch = make_patch()
+    result = patches.apply(kind, copy.deepcopy(POD), patch, builtin=True, schema=schemas.kind_schema("", "v1", "Pod"))
+    kept = copy.deepcopy(result)
+    scribble(patch)
+    assert result == kept
+    assert [c["name"] for c in result["spec"]["containers"]] == containers
