@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
+from pathlib import Path
 
 import pytest
 
 from stepgraph.dsl import entry_points
 
 
-def test_groups_are_read_from_one_reading_until_the_search_path_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_groups_are_read_from_one_reading_until_the_search_path_changes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("STEPGRAPH_CACHE_DIR", str(tmp_path))  # nothing kept by another process: each path is read
     readings = []
 
     def counted() -> importlib.metadata.EntryPoints:

@@ -1,0 +1,93 @@
+"""A process reads the entry points the last one read on the same search path from the disk, not
+from every distribution's metadata, while the distributions are the same: one installed into a
+folder of the path, one removed, and one whose entry_points.txt is rewritten in place are each
+seen by the next process. Every reading is a process of its own (the test process has read its
+entry points already)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GROUPS = """
+import json
+from stepgraph.dsl import entry_points
+read = []
+original = entry_points.entry_points
+entry_points.entry_points = lambda: read.append(1) or original()  # the metadata of every distribution
+in_group = entry_points.in_group
+eps = {group: [[ep.name, ep.value] for ep in in_group(group)] for group in ("kept_test.a", "kept_test.b")}
+print(json.dumps({"read": bool(read), "eps": eps}))
+"""
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    folder = tmp_path / "site"
+    _install(folder, "one", "[kept_test.a]\nfirst = mod_one:main\n")
+    return folder
+
+
+def _install(folder: Path, name: str, entry_points: str) -> Path:
+    info = folder / f"kept_{name}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: kept-{name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    return info
+
+
+def _groups(site: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(site), "STEPGRAPH_CACHE_DIR": str(site.parent / "cache")}
+    done = subprocess.run([sys.executable, "-c", GROUPS], capture_output=True, text=True, check=True, timeout=60, env=env)
+    return json.loads(done.stdout)
+
+
+def test_a_second_process_takes_the_kept_entry_points(site: Path) -> None:
+    first = _groups(site)
+    assert first == {"read": True, "eps": {"kept_test.a": [["first", "mod_one:main"]], "kept_test.b": []}}
+    assert _groups(site) == {**first, "read": False}
+
+
+def test_a_distribution_installed_or_removed_is_seen_by_the_next_process(site: Path) -> None:
+    _groups(site)
+    two = _install(site, "two", "[kept_test.b]\nsecond = mod_two:main\n")
+    assert _groups(site) == {"read": True, "eps": {"kept_test.a": [["first", "mod_one:main"]], "kept_test.b": [["second", "mod_two:main"]]}}
+    shutil.rmtree(two)
+    assert _groups(site) == {"read": True, "eps": {"kept_test.a": [["first", "mod_one:main"]], "kept_test.b": []}}
+
+
+def test_entry_points_rewritten_in_place_are_seen_by_the_next_process(site: Path) -> None:
+    _groups(site)
+    listed = site / "kept_one-1.0.dist-info" / "entry_points.txt"
+    before = listed.stat()
+    listed.write_text("[kept_test.a]\nfirst = mod_one:niam\n")  # as long as before: only the time tells
+    os.utime(listed, ns=(before.st_atime_ns, before.st_mtime_ns + 1))
+    assert listed.stat().st_size == before.st_size
+    assert _groups(site) == {"read": True, "eps": {"kept_test.a": [["first", "mod_one:niam"]], "kept_test.b": []}}
+
+
+def test_nothing_is_kept_with_a_finder_of_distributions_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stepgraph.dsl import entry_points
+
+    class Finder:  # finds distributions the folders of the path do not show
+        def find_spec(self, *args: object) -> None:
+            return None
+
+        def find_distributions(self, *args: object) -> list[object]:
+            return []
+
+    monkeypatch.setenv("STEPGRAPH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(sys, "meta_path", [Finder(), *sys.meta_path])
+    monkeypatch.setattr(entry_points, "_read", {})
+    assert entry_points.in_group("stepgraph.steps")
+    assert not (tmp_path / "stepgraph" / "entry-points").exists()
+    monkeypatch.setattr(sys, "meta_path", sys.meta_path[1:])
+    monkeypatch.setattr(entry_points, "_read", {})
+    assert entry_points.in_group("stepgraph.steps")
+    assert list((tmp_path / "stepgraph" / "entry-points").glob("*.json"))  # kept without it
