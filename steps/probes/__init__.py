@@ -6,12 +6,14 @@ prints `key=value` lines (never JSON, which some client versions mangle — cont
 
 from __future__ import annotations
 
+import functools
 from importlib.resources import files
 
 PROBES = ("nvml_caps", "nvml_pids", "nvml_uuids", "nvml_limits", "nvml_at_default", "metrics", "restore_defaults")
 NVML_PROBES = frozenset({"nvml_caps", "nvml_pids", "nvml_uuids", "nvml_limits", "nvml_at_default", "restore_defaults"})
 
 
+@functools.cache  # read once per process: a scenario execs probes in the agent pod again and again
 def source(name: str) -> str:
     """The text of probe `name` (one of PROBES), ready to pass to `python3 -c`."""
     if name not in PROBES:
