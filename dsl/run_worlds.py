@@ -271,6 +271,19 @@ def _preload(pytest_args: Sequence[str]) -> None:
     from .registry import REGISTRY, StepDeclarationError
     from .target import TargetConfigError, default_target_name, load_target
 
+    # What each world's pytest imports as it configures a run: its built-in plugins (a config
+    # made here imports them all), pdb (for its debugging plugin), and of ours the YAML scenario
+    # loader and the design-doc parser that reads the requirement ids.
+    try:
+        from _pytest.config import get_config
+
+        get_config()
+        import pdb  # noqa: F401
+
+        from .load_yaml import load_yaml  # noqa: F401
+        from .reports import design  # noqa: F401
+    except Exception:
+        pass
     for ep in entry_points(group="pytest11"):
         try:
             ep.load()

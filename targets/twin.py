@@ -280,8 +280,10 @@ class TwinTarget:
 
         from stepgraph.twin import world_install  # noqa: F401
         from stepgraph.twin.apiserver import schemas
+        from stepgraph.twin.tls import TwinCA
 
         schemas.preload()
+        TwinCA().ca_pem  # noqa: B018  a CA made and dropped: it loads the crypto backend each world's CA needs
         for name in ("CoreV1Api", "AppsV1Api", "CustomObjectsApi",
                      "V1Pod", "V1PodList", "V1Node", "V1NodeList", "V1ConfigMap", "V1DaemonSet", "V1Status"):
             getattr(client, name)

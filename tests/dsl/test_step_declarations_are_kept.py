@@ -181,6 +181,9 @@ if sys.argv[1] == "keep":
 else:
     from stepgraph.dsl.run_worlds import _preload
     _preload(["--target", "local"])
+    # and what each world's pytest would otherwise import as it configures its run
+    assert {"_pytest.junitxml", "_pytest.unittest", "pdb", "stepgraph.dsl.load_yaml",
+            "stepgraph.dsl.reports.design"} <= set(sys.modules), "not preloaded"
 print("stepgraph.steps.k8s" in sys.modules)
 """
 
