@@ -29,8 +29,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
 
-# The reports (the trace's Markdown and templates among them) are imported by `run_worlds` once the
-# worlds are under way: the process serving them (`python -m` this module) never needs them.
+# The reports (merging, the trace's templates) are imported by `run_worlds` once the worlds are
+# under way: the process serving them, forked before then, needs only the design-doc parser, which
+# every world's run reads its requirement ids with (its preload imports that one).
 
 
 @dataclass(frozen=True)
