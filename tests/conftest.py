@@ -19,6 +19,7 @@ or on disk, such as a second run reading only what the first kept, needs process
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import signal
@@ -109,4 +110,12 @@ def _is_library(name: str) -> bool:
     if name == "stepgraph" or name.startswith("stepgraph."):
         return False
     file = getattr(sys.modules.get(name), "__file__", None)
-    return file is None or str(Path(file).resolve()).startswith(_LIBRARY_ROOTS)
+    return file is None or _installed(file)
+
+
+@functools.cache
+def _installed(file: str) -> bool:
+    """Whether `file` lies under the interpreter's prefixes, its links resolved. Asked of every
+    module in sys.modules at each restore of a snapshot (two or more per pytester test, a worker
+    holding some two thousand modules), and a file's place does not change: resolved once each."""
+    return str(Path(file).resolve()).startswith(_LIBRARY_ROOTS)
