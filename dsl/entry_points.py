@@ -63,8 +63,14 @@ def _every_entry_point() -> EntryPoints:
     return EntryPoints(ep for group in dict.values(entry_points()) for ep in group)
 
 
-def _kept_file(path: tuple[str, ...]) -> Path:
-    key = json.dumps([sys.version, os.getcwd(), list(path)]).encode()  # "" on the path is the working folder
+def _kept_file(path: tuple[str, ...]) -> Path | None:
+    """Where the entry points of `path` are kept; None when the working folder (what "" on the
+    path names) is gone: they are read as ever."""
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return None
+    key = json.dumps([sys.version, cwd, list(path)]).encode()
     return cache_root() / "entry-points" / f"{hashlib.sha256(key).hexdigest()[:32]}.json"
 
 

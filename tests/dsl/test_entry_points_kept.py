@@ -91,3 +91,13 @@ def test_nothing_is_kept_with_a_finder_of_distributions_of_its_own(tmp_path: Pat
     monkeypatch.setattr(entry_points, "_read", {})
     assert entry_points.in_group("stepgraph.steps")
     assert list((tmp_path / "stepgraph" / "entry-points").glob("*.json"))  # kept without it
+
+
+def test_a_process_whose_working_folder_is_gone_reads_them_as_ever(site: Path) -> None:
+    gone = site.parent / "gone"
+    gone.mkdir()
+    script = f"import os; os.chdir({str(gone)!r}); os.rmdir({str(gone)!r})\n" + GROUPS
+    env = {**os.environ, "PYTHONPATH": str(site), "STEPGRAPH_CACHE_DIR": str(site.parent / "cache")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"read": True, "eps": {"kept_test.a": [["first", "mod_one:main"]], "kept_test.b": []}}
