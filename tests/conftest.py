@@ -20,7 +20,6 @@ or on disk, such as a second run reading only what the first kept, needs process
 from __future__ import annotations
 
 import functools
-import gc
 import os
 import signal
 import sys
@@ -48,7 +47,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @contextmanager
 def run_state_of_its_own() -> Iterator[None]:
-    """The process-wide state a pytest run changes, put back as it was once the run is over."""
+    """The process-wide state a pytest run changes, put back as it was once the run is over.
+
+    The test process's heap is frozen first (frozen_heap), so what an interrupted run freezes on
+    its way out only joins what was frozen already: nothing to undo there."""
+    freeze_what_lives()
     registry = REGISTRY.snapshot()
     placeholder_types = dict(phrases.PLACEHOLDER_TYPES)
     run_id = runid._current
@@ -56,7 +59,6 @@ def run_state_of_its_own() -> Iterator[None]:
     installed, count = dict(interrupts._previous), interrupts._count
     environ = dict(os.environ)
     temp_root = tempfile.tempdir
-    frozen = gc.get_freeze_count()
     interrupts._previous.clear()  # so the run installs its handlers, as its own process would
     tempfile.tempdir = None  # so the run reads TMPDIR, as its own process would
     try:
@@ -74,8 +76,6 @@ def run_state_of_its_own() -> Iterator[None]:
         os.environ.clear()
         os.environ.update(environ)
         tempfile.tempdir = temp_root
-        if not frozen:
-            gc.unfreeze()  # an interrupted run freezes the heap on its way out
 
 
 @pytest.fixture
@@ -88,7 +88,6 @@ def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
         # A run's Ctrl-C is its own, as a subprocess's would be: its exit code says so. (Re-raising
         # it also breaks on a run that pytest.exit()s with code 2 before pytester's recorder starts.)
         kwargs.setdefault("no_reraise_ctrlc", True)
-        freeze_what_lives()
         with run_state_of_its_own():
             return inline_run(*args, **kwargs)
 
