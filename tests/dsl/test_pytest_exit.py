@@ -49,3 +49,32 @@ def test_a_run_ended_by_pytest_exit_is_not_reported_as_interrupted(pytester: pyt
     assert "RuntimeError: cannot undo a" in output
     assert "after the interrupt" not in output
     assert result.stdout.str().rstrip().endswith("stepgraph cleanup: undone: nothing to undo; 1 compensation(s) FAILED")
+
+
+RENDERED = '''
+import pytest
+
+ENTRIES = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_keyboard_interrupt(excinfo):
+    ENTRIES.append(len(excinfo.traceback))  # what the terminal reporter renders before it prints the message
+
+
+def pytest_unconfigure(config):
+    print(f"traceback entries rendered: {ENTRIES}")
+'''
+
+
+def test_an_exit_renders_only_the_traceback_entry_its_message_comes_from(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nstepgraph_paths = scenarios\n")
+    pytester.makeconftest(LIBRARY + RENDERED)
+    (pytester.path / "scenarios").mkdir()
+    (pytester.path / "scenarios" / "ended.feature").write_text(FEATURE.replace("    And the run is ended with pytest.exit\n", ""))
+    result = pytester.runpytest_inprocess("--target", "local", "--target-option", "tick_second=5", "-s")
+    assert result.ret == 2
+    result.stdout.fnmatch_lines(["*! _pytest.outcomes.Exit: stepgraph: --target-option tick_second=5: target 'local' "
+                                 "has no option 'tick_second'*"])
+    # The line that called pytest.exit, and pytest.exit's own (hidden) entry: not the 30-odd of pytest above them.
+    assert "traceback entries rendered: [2]" in result.stdout.str()
