@@ -115,10 +115,13 @@ async def read_body(request: web.Request) -> Any:
         except YAMLError as exc:
             raise bad_request(f"error converting YAML to JSON: {str(exc).splitlines()[0]}") from None
     else:
-        if _may_nest_deeper(raw, MAX_DEPTH):
-            raise bad_request(f"the object is nested deeper than {MAX_DEPTH} levels")
         try:
-            data = json.loads(raw)
+            # Decoded as json.loads decodes bytes (UTF-8, or UTF-16/32 told from the first bytes), so
+            # the depth is told from the very text that is parsed.
+            text = raw.decode(json.detect_encoding(raw), "surrogatepass")
+            if _may_nest_deeper(text, MAX_DEPTH):
+                raise bad_request(f"the object is nested deeper than {MAX_DEPTH} levels")
+            data = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
     if _too_deep(data):
@@ -126,18 +129,18 @@ async def read_body(request: web.Request) -> Any:
     return data
 
 
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # an escape may be of any byte
-_NOT_BRACKET = re.compile(rb"[^][{}]+")
-_NESTING = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # an escape may be of any character
+_NOT_BRACKET = re.compile(r"[^][{}]+")
+_NESTING = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-def _may_nest_deeper(raw: bytes, limit: int) -> bool:
+def _may_nest_deeper(text: str, limit: int) -> bool:
     """Whether a JSON body's brackets outside strings may nest deeper than `limit`, told before it
     is parsed (in C loops: strings removed, the brackets left summed). A body nested thousands
     deep never reaches the parser's recursion then, at whose depth a garbage collection would
     run finalizers with no stack left to report what they raise. A string left open counts its
     brackets: such a body is not JSON, a 400 either way."""
-    brackets = _NOT_BRACKET.sub(b"", _JSON_STRING.sub(b"", raw))
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
     return max(accumulate(map(_NESTING.__getitem__, brackets), initial=0)) > limit
 
 

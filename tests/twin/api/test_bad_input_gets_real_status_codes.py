@@ -43,6 +43,11 @@ def test_a_body_nested_thousands_deep_is_refused_before_it_is_parsed(twin):
     body = b'{"metadata": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     code, status = raw(twin, "POST", CM, body, "application/json")
     assert code == 400 and status["message"] == "the object is nested deeper than 100 levels"
+    # The depth is told from the text the parser reads: in UTF-16 (which the JSON reader takes too)
+    # an escaped quote's bytes must not hide the nesting after it.
+    utf16 = ('{"a": "\\"", "b": ' + "[" * 3000 + "]" * 3000 + ', "c": "x"}').encode("utf-16-le")
+    code, status = raw(twin, "POST", CM, utf16, "application/json")
+    assert code == 400 and status["message"] == "the object is nested deeper than 100 levels"
     code, status = raw(twin, "POST", CM, b'{"metadata": {"name": "brackets"}, "data": {"a": "' + b"[" * 300 + b'"}}',
                        "application/json")
     assert code == 201  # brackets in a string are not nesting
