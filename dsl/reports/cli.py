@@ -99,18 +99,18 @@ class ReadAhead:
 
     def __init__(self, argv: list[str]) -> None:
         self._argv = list(argv)
-        args = _parser().parse_args(argv)
-        self._identities = _identities(args)
+        self._args = _parser().parse_args(argv)
+        self._identities = _identities(self._args)
         try:
-            self._early: Early | None = _read_before_results(args)
+            self._early: Early | None = _read_before_results(self._args)
         except InputError:
             self._early = None
-        if _identities(args) != self._identities:
+        if _identities(self._args) != self._identities:  # a file changed while it was read
             self._early = None
 
     def take(self, argv: list[str] | None) -> Early | None:
         early, self._early = self._early, None
-        if early is None or argv != self._argv or _identities(_parser().parse_args(argv)) != self._identities:
+        if early is None or argv != self._argv or _identities(self._args) != self._identities:
             return None
         return early
 
