@@ -35,7 +35,16 @@ from .registry import (
     then,
     when,
 )
-from .target import DEFAULT_TICK_SECONDS, LocalTarget, Session, Target, TargetConfigError, TargetSession
+from .target import (
+    DEFAULT_TICK_SECONDS,
+    ClockSession,
+    LocalTarget,
+    Session,
+    Target,
+    TargetConfigError,
+    TargetNotStarted,
+    TargetSession,
+)
 from .timing import AGENT_TICK, PLANNER_TICK, POD_START
 from .units import DEFAULT_PLANNER_TICK_SECONDS, Duration, Power, Watts
 
@@ -51,6 +60,7 @@ __all__ = [
     "Bindings",
     "CheckFailed",
     "Clock",
+    "ClockSession",
     "Duration",
     "EventuallyTimeout",
     "FinalizerError",
@@ -72,6 +82,7 @@ __all__ = [
     "StepDeclarationError",
     "Target",
     "TargetConfigError",
+    "TargetNotStarted",
     "TargetSession",
     "ThroughoutBroken",
     "Watts",

@@ -33,12 +33,13 @@ from .runinfo import ITEM_SCENARIO, RUN_INFO, RunInfo, run_info
 from .targeting import (
     ensure_target,
     gate_items,
+    stepgraph_run,
     stepgraph_scenario,
     stepgraph_session,
 )
 
 # fixtures this plugin provides
-__all__ = ["stepgraph_scenario", "stepgraph_session"]
+__all__ = ["stepgraph_run", "stepgraph_scenario", "stepgraph_session"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

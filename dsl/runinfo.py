@@ -65,8 +65,10 @@ class ScenarioInfo:
 class RunInfo:
     target_name: str | None = None
     target: Target | None = None
-    session: TargetSession | None = None
+    session: TargetSession | None = None  # the target's own, once a scenario needing it ran
+    clock_session: TargetSession | None = None  # the scenarios' that need none of its capabilities
     cache: dict[Any, Any] = field(default_factory=dict)  # per target session (API clients and the like); a dict per node
+    clock_cache: dict[Any, Any] = field(default_factory=dict)  # the same, of the clock session
     starting: bool = False  # the target's start was called (it may have been cut short)
     design_ids: Collection[str] | None = None  # plug in a design-doc parser here (static check 9)
     design_source: str = ""
@@ -78,7 +80,10 @@ class RunInfo:
 
     @property
     def facts(self) -> dict[str, Any]:
-        return dict(self.session.facts) if self.session is not None else {}
+        """The facts of the target's session, or of its clock session while only that one ran
+        (the same facts: a target gives its clock session those its own session will have)."""
+        session = self.session if self.session is not None else self.clock_session
+        return dict(session.facts) if session is not None else {}
 
     def scenario(self, feature_filename: str, scenario_name: str) -> ScenarioInfo | None:
         return self.scenarios.get((str(feature_filename), scenario_name))

@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .clock import Clock, ManualClock
 from .entry_points import in_group
+from .eventually import StepRefused
 from .units import DEFAULT_PLANNER_TICK_SECONDS
 
 DEFAULT_TICK_SECONDS = 15.0
@@ -43,7 +44,10 @@ class Target(Protocol):
     gating, for capabilities that depend on options (e.g. the twin's world profile), and `options`,
     the keys it takes (key → what values), which every `--target-option` must name; and
     `preload()`, which imports what `start` will need: `stepgraph run` with several worlds calls
-    it once, then forks a process per world, so that each starts with it loaded."""
+    it once, then forks a process per world, so that each starts with it loaded; and
+    `clock_session(options)`, a `ClockSession` for the scenarios that need none of the target's
+    capabilities: a run starts the target itself only for a scenario that will use it, and ends
+    the clock session with `stop` too."""
 
     name: str
     capabilities: frozenset[str]
@@ -68,6 +72,32 @@ class Session:
     # after the tick: 0 for an agent whose work takes no time on the clock (a virtual one); a
     # `within N agent ticks` deadline adds it.
     reconcile_seconds: float = 0.0
+
+
+class TargetNotStarted(StepRefused):
+    """A step reached for the cluster in a scenario that runs on the target's clock session."""
+
+
+class ClockSession(Session):
+    """The session of the scenarios that need none of the target's capabilities: the target's
+    clock, ticks and facts, and no cluster, since the target was not started for them.
+
+    A step that reaches for the cluster all the same (a declaration that names no need, yet uses
+    the cluster) is refused here: with no kubeconfig, the client would fall back to whatever
+    default kubeconfig or in-cluster account the machine has, and the step would act on a cluster
+    the run never chose."""
+
+    @property  # type: ignore[override]
+    def kubeconfig(self) -> str | None:
+        raise TargetNotStarted(
+            "this step reaches the cluster, but the scenario needs none of the target's capabilities, so the "
+            "target was not started for it — declare what the step uses in its needs=(...), e.g. needs=(\"k8s\",)"
+        )
+
+    @kubeconfig.setter
+    def kubeconfig(self, value: str | None) -> None:
+        if value is not None:
+            raise ValueError("a ClockSession has no cluster: it takes no kubeconfig")
 
 
 def check_options(target: Target, options: Mapping[str, str]) -> None:

@@ -1,7 +1,8 @@
 """The chosen target → scenarios gated by its capabilities, and the session fixtures.
 
 The target is loaded lazily (only when scenarios were collected), so a pytest run without
-scenarios never touches it. Unmet needs become skip marks before any setup; a target that cannot
+scenarios never touches it, and started lazily (by the first scenario that needs one of its
+capabilities), so a run of scenarios that need none never starts it. Unmet needs become skip marks before any setup; a target that cannot
 run ends the run with exit code 2 and one line.
 """
 
@@ -17,6 +18,9 @@ from .finalizers import CleanupInterrupted, CleanupTimedOut, FinalizerError, Fin
 from .nodes import NodeSession, bound_node
 from .runinfo import ITEM_SCENARIO, RUN_INFO, RunInfo
 from .target import Target, TargetConfigError, TargetSession, check_options, default_target_name, load_target
+
+#: The run's sessions, once its first scenario made them.
+RUN_SESSIONS = pytest.StashKey["RunSessions"]()
 
 
 def _target_options(config: pytest.Config) -> dict[str, str]:
@@ -59,32 +63,75 @@ def gate_items(config: pytest.Config, items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.skip(reason=f"target {target.name!r} lacks {', '.join(missing)}"))
 
 
-@pytest.fixture(scope="session")
-def stepgraph_session(pytestconfig: pytest.Config) -> Iterator[TargetSession]:
-    """The target session, started once for the run. At its end, what steps registered for the
-    end of the run (`info.run_finalizers`, e.g. verifying nothing is left) runs, then the target
-    stops.
+class RunSessions:
+    """The run's target sessions, each started on first use: the target's own for the scenarios
+    that need one of its capabilities, and its clock session (if it offers one) for those that
+    need none — a run of such scenarios alone never starts the target (a twin, a cluster)."""
 
-    The run-end checks are this fixture's, not a fixture of their own: pytest-bdd looks through
-    every fixture name at every step, and every scenario's fixtures resolve theirs again."""
-    info = pytestconfig.stash[RUN_INFO]
-    target = ensure_target(pytestconfig)
-    info.starting = True
-    try:
-        info.session = target.start(_target_options(pytestconfig))
-    except TargetConfigError as exc:
-        info.starting = False  # refused before anything started: its one line is all the run says
-        pytest.exit(f"stepgraph: target {target.name!r}: {exc}", returncode=2)
-    try:
-        yield info.session
-    finally:
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+        self._info = config.stash[RUN_INFO]
+        self._target = ensure_target(config)
+
+    def of(self, needs: frozenset[str] | None) -> TargetSession:
+        """The session a scenario needing `needs` runs on (None: not known, the target's own)."""
+        info = self._info
+        if not needs and needs is not None and hasattr(self._target, "clock_session"):
+            return info.clock_session if info.clock_session is not None else self._start(clock=True)
+        return info.session if info.session is not None else self._start(clock=False)
+
+    def _start(self, *, clock: bool) -> TargetSession:
+        info, target = self._info, self._target
+        info.starting = True
+        try:
+            if clock:
+                info.clock_session = target.clock_session(_target_options(self._config))  # type: ignore[attr-defined]
+                return info.clock_session
+            info.session = target.start(_target_options(self._config))
+            return info.session
+        except TargetConfigError as exc:
+            # refused before anything started: its one line is all the run says
+            info.starting = info.session is not None or info.clock_session is not None
+            pytest.exit(f"stepgraph: target {target.name!r}: {exc}", returncode=2)
+
+    def close(self) -> None:
+        """The run-end checks, then the target's stop: of its own session, then of its clock session."""
+        info, target = self._info, self._target
         try:
             _run_end_checks(info)
         finally:
-            session = info.session
-            _cleanup(info, lambda: target.stop(session), stack=None, what=f"target {target.name!r} stop")
-            if getattr(target, "verifies_cleanup", False):
-                info.cleanup.verified_by.append(f"the {target.name} target")
+            try:
+                session = info.session
+                if session is not None:
+                    _cleanup(info, lambda: target.stop(session), stack=None, what=f"target {target.name!r} stop")
+                    if getattr(target, "verifies_cleanup", False):
+                        info.cleanup.verified_by.append(f"the {target.name} target")
+            finally:
+                clock_session = info.clock_session
+                if clock_session is not None:
+                    _cleanup(info, lambda: target.stop(clock_session), stack=None, what=f"target {target.name!r} clock stop")
+
+
+@pytest.fixture(scope="session")
+def stepgraph_run(pytestconfig: pytest.Config) -> Iterator[RunSessions]:
+    """The run's target sessions (none started yet). At the end of the run, what steps registered
+    for its end (`info.run_finalizers`, e.g. verifying nothing is left) runs, then every session
+    started stops.
+
+    The run-end checks are this fixture's, not a fixture of their own: pytest-bdd looks through
+    every fixture name at every step, and every scenario's fixtures resolve theirs again."""
+    sessions = RunSessions(pytestconfig)
+    pytestconfig.stash[RUN_SESSIONS] = sessions
+    try:
+        yield sessions
+    finally:
+        sessions.close()
+
+
+@pytest.fixture(scope="session")
+def stepgraph_session(stepgraph_run: RunSessions) -> TargetSession:
+    """The target session, started once for the run (by the first scenario that needs it, or here)."""
+    return stepgraph_run.of(None)
 
 
 def _run_end_checks(info: RunInfo) -> None:
@@ -100,19 +147,22 @@ def _run_end_checks(info: RunInfo) -> None:
 def stepgraph_scenario(request: pytest.FixtureRequest) -> Iterator[ScenarioRuntime]:
     """Bindings and finalizers of one scenario; the finalizers run at its teardown, always.
 
-    The first scenario starts the target session (`stepgraph_session`); the others use the one
-    running, instead of resolving that fixture, and the fixtures it needs, again for each. The
+    The first scenario makes the run's sessions (`stepgraph_run`); the others use those, instead
+    of resolving that fixture, and the fixtures it needs, again for each. A scenario that needs
+    none of the target's capabilities runs on the target's clock session, when it offers one. The
     node of a per-node run is the item's `stepgraph_node` parameter, read from the item: a
     fixture of that name (None in every other run) would be one more name pytest-bdd looks
     through at every step of every run."""
     __tracebackhide__ = True
     info = request.config.stash[RUN_INFO]
-    target_session = info.session if info.session is not None else request.getfixturevalue("stepgraph_session")
-    session, cache = target_session, info.cache
+    sessions = request.config.stash.get(RUN_SESSIONS, None) or request.getfixturevalue("stepgraph_run")
+    scenario_info = request.node.stash.get(ITEM_SCENARIO, None)
+    target_session = sessions.of(scenario_info.needs if scenario_info is not None else None)
+    session, cache = target_session, info.cache if target_session is info.session else info.clock_cache
     node = bound_node(request.node)
     if node is not None:  # API clients and handles are per node: they carry the node's name
         session = NodeSession(target_session, node)
-        cache = info.cache.setdefault(("node", node), {})
+        cache = cache.setdefault(("node", node), {})
     runtime = ScenarioRuntime(session, cache, info.run_finalizers, info.cleanup.notes, node=request.node)
     try:
         yield runtime

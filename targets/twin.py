@@ -26,9 +26,9 @@ import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from stepgraph.dsl import DEFAULT_PLANNER_TICK_SECONDS, Session, TargetConfigError, TargetSession
+from stepgraph.dsl import DEFAULT_PLANNER_TICK_SECONDS, ClockSession, Session, TargetConfigError, TargetSession
 
 from .leftovers import leftover_option
 from .world_facts import WorldFacts, keep_world_facts, kept_world_facts, world_digest
@@ -307,11 +307,8 @@ class TwinTarget:
     def start(self, options: Mapping[str, str]) -> TargetSession:
         from stepgraph.twin.world_install import build_twin
 
-        if self._options is None or options:
-            self.configure(options)
-        world = self.world
-        assert world is not None
-        twin = build_twin(world, **({"clock": self.clock} if self.clock else {}))
+        world = self._configured(options)
+        twin = build_twin(world, clock=self._clock_kind(world))
         try:
             twin.start()
         except BaseException:
@@ -321,6 +318,36 @@ class TwinTarget:
             raise
         self.twin = twin
         self._before = self._objects()
+        session_type = ProgramTickSession if world.agent.program is not None else Session
+        session = session_type(clock=self.twin.clock, kubeconfig=str(self.twin.kubeconfig_path), **self._session_fields(world, options))
+        if isinstance(session, ProgramTickSession):
+            session.reconciles = self.twin.processes.reconciles
+        return session
+
+    def clock_session(self, options: Mapping[str, str]) -> ClockSession:
+        """For the scenarios that need none of the twin's capabilities: a clock of the kind the twin
+        would run on, the world's ticks and the facts a started twin gives, without the twin —
+        whose start (its cluster, kubelets and programs) is about a second such a run would spend
+        on nothing. A program world's agent tick is then the program's fixed wait: no program runs
+        to measure its reconciles."""
+        from stepgraph.twin.clock import make_clock
+
+        world = self._configured(options)
+        return ClockSession(clock=make_clock(self._clock_kind(world)), **self._session_fields(world, options))
+
+    def _configured(self, options: Mapping[str, str]) -> World:
+        if self._options is None or options:
+            self.configure(options)
+        world = self.world
+        assert world is not None
+        return world
+
+    def _clock_kind(self, world: World) -> str:
+        """The clock asked for, else the scaled one for a world that runs a real program (which
+        cannot be paused as the virtual clock pauses in-process components), else the virtual one."""
+        return self.clock or ("scaled" if world.agent.program is not None else "virtual")
+
+    def _session_fields(self, world: World, options: Mapping[str, str]) -> dict[str, Any]:
         facts = {
             "target": "twin",
             # a program world is its own column and expectation: its outcomes are a real program's
@@ -340,18 +367,12 @@ class TwinTarget:
                 k: v for k, v in world.faults.model_dump().items() if v not in (False, [], "seeded", "4.5") and not _default_api_fault(k, v)
             },
         }
-        session_type = ProgramTickSession if world.agent.program is not None else Session
-        session = session_type(
-            clock=self.twin.clock,
-            kubeconfig=str(self.twin.kubeconfig_path),
-            tick_seconds=world.timing.agent_tick_seconds,
-            planner_tick_seconds=max((d.planner_interval_seconds for d in world.dgds), default=DEFAULT_PLANNER_TICK_SECONDS),
-            capabilities=set(world_capabilities(world)),
-            facts=facts,
-        )
-        if isinstance(session, ProgramTickSession):
-            session.reconciles = self.twin.processes.reconciles
-        return session
+        return {
+            "tick_seconds": world.timing.agent_tick_seconds,
+            "planner_tick_seconds": max((d.planner_interval_seconds for d in world.dgds), default=DEFAULT_PLANNER_TICK_SECONDS),
+            "capabilities": set(world_capabilities(world)),
+            "facts": facts,
+        }
 
     def _objects(self) -> dict[str, set[str]]:
         assert self.twin is not None and self.world is not None
@@ -385,6 +406,11 @@ class TwinTarget:
         return problems
 
     def stop(self, session: TargetSession) -> None:
+        if isinstance(session, ClockSession):
+            close = getattr(session.clock, "close", None)  # a real-time clock's timer thread, a scaled one's file
+            if close is not None:
+                close()
+            return
         if self.twin is None:
             return
         try:
