@@ -208,10 +208,16 @@ def _write_atomically(path: Path, text: str) -> None:
 def _located_at(path: Path, line: int) -> types.FunctionType:
     """A function whose code "is" at `path:line`. pytest reports a test's location from its
     function's code, or from its `place_as`; this makes reports (and -v) point at the scenario the
-    user wrote instead of pytest-bdd's wrapper."""
-    namespace: dict[str, Any] = {}
-    exec(compile("\n" * max(line - 1, 0) + "def scenario(): pass\n", str(path), "exec"), namespace)
-    return namespace["scenario"]
+    user wrote instead of pytest-bdd's wrapper. The code is one function's, given the file and
+    first line (compiling a source padded to the line took time growing with the line)."""
+    return types.FunctionType(_SCENARIO_CODE.replace(co_filename=str(path), co_firstlineno=max(line, 1)), {})
+
+
+def _scenario() -> None:
+    pass
+
+
+_SCENARIO_CODE = _scenario.__code__.replace(co_name="scenario", co_qualname="scenario")
 
 
 def _name_rows(config: pytest.Config, wrapper: Any, rows: list[Scenario], feature: Feature) -> None:
