@@ -336,7 +336,10 @@ class TwinTarget:
         return ClockSession(clock=make_clock(self._clock_kind(world)), **self._session_fields(world, options))
 
     def _configured(self, options: Mapping[str, str]) -> World:
-        if self._options is None or options:
+        """The world of `options`: configured again only for options other than those it was
+        configured with (the gating, the clock session and the start of one run pass the same),
+        so the world file is read and validated once a run."""
+        if self._options is None or (options and dict(options) != dict(self._options)):
             self.configure(options)
         world = self.world
         assert world is not None

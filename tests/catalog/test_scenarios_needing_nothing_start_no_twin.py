@@ -108,3 +108,18 @@ def test_the_clock_session_stops_its_clock(pytester: pytest.Pytester) -> None:
     assert result.ret == 0, result.stdout.str()
     assert "seen: [('ClockSession', 'path-b'," in result.stdout.str()  # it ran on the scaled clock's session
     assert clocks() == before  # its timer thread ended with the run
+
+
+def test_the_clock_session_and_the_start_of_one_run_read_its_world_once() -> None:
+    from stepgraph.targets.twin import TwinTarget
+
+    target, options = TwinTarget(env={}), {"world": "path-b"}
+    target.configure(options)  # as gating does
+    clock = target.clock_session(options)
+    world = target.world
+    session = target.start(options)
+    try:
+        assert target.world is world  # not read and validated again for the same options
+    finally:
+        target.stop(session)
+        target.stop(clock)
