@@ -9,8 +9,10 @@ other test is distributed one by one.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -60,11 +62,22 @@ def _shared_results(item: pytest.Item, tests: Path) -> Iterable[str]:
         if fixture.scope != "function" and _defined_under(fixture.func, tests):
             yield f"{fixture.baseid or '.'}::{name}"
     module = getattr(item, "module", None)
-    for value in vars(module).values() if module else ():
-        if callable(value) and hasattr(value, "cache_info") and _defined_under(getattr(value, "__wrapped__", None), tests):
-            yield f"{value.__module__}.{value.__qualname__}"
+    if module is not None:
+        yield from _cached_functions(module, tests)
+
+
+@functools.cache
+def _cached_functions(module: ModuleType, tests: Path) -> tuple[str, ...]:
+    """The cached functions `module` holds, defined under `tests` (once per module, not per item)."""
+    return tuple(f"{value.__module__}.{value.__qualname__}" for value in vars(module).values()
+                 if callable(value) and hasattr(value, "cache_info") and _defined_under(getattr(value, "__wrapped__", None), tests))
 
 
 def _defined_under(func: Any, tests: Path) -> bool:
     code = getattr(func, "__code__", None)
-    return code is not None and Path(code.co_filename).resolve().is_relative_to(tests)
+    return code is not None and _file_under(code.co_filename, tests)
+
+
+@functools.cache
+def _file_under(filename: str, tests: Path) -> bool:
+    return Path(filename).resolve().is_relative_to(tests)
