@@ -326,6 +326,8 @@ _MUTABLE_POD_SPEC = {"activeDeadlineSeconds", "tolerations", "terminationGracePe
 
 def pod_update_problems(old: dict, new: dict) -> list[tuple[str, str, str]]:
     """422 causes when an update changes an immutable part of a pod's spec."""
+    if new.get("spec") is old.get("spec"):  # the update left the spec as stored (a metadata patch)
+        return []
     a, b = dict(old.get("spec") or {}), dict(new.get("spec") or {})
     for spec in (a, b):
         for k in _MUTABLE_POD_SPEC:

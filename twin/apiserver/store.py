@@ -470,6 +470,8 @@ class Store:
                 self._expiry_timer = self.clock.call_later(self._event_ttl, self._expire_events)
 
     def _index_pod(self, key: tuple[str, str], old: dict | None, new: dict | None) -> None:
+        if old is not None and new is not None and old.get("spec") is new.get("spec"):
+            return  # the same spec, so the same node
         was = field_value(old, NODE_FIELD) if old is not None else None
         now = field_value(new, NODE_FIELD) if new is not None else None
         if was == now:
