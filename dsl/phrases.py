@@ -154,6 +154,7 @@ class Phrase:
         # the first literal may run into the placeholder after it (`go {x}` reads `go"x"`).
         self.leading_words = tuple(words if not self.slots or len(words) < len(self._literals[0].split()) else words[:-1])
         self.fields = [s.field for s in self.slots] + ([self.attachment.field] if self.attachment else [])
+        self._converters = tuple((s.field, s.type.parse) for s in self.slots)  # what `values` applies, group by group
 
     def _split_attachment(self, text: str) -> str:
         """The phrase without a trailing `{rows:table}` / `{body:docstring}`, which sets `attachment`."""
@@ -182,7 +183,7 @@ class Phrase:
 
     def values(self, m: re.Match[str]) -> dict[str, Any]:
         """The raw field values of a full match of `regex`."""
-        return {slot.field: slot.type.parse(value) for slot, value in zip(self.slots, m.groups(), strict=True)}
+        return {field: parse(value) for (field, parse), value in zip(self._converters, m.groups(), strict=True)}
 
     def loose_match(self, text: str) -> dict[str, str] | None:
         """`text` read with every unit placeholder (power, watts, duration) taking a number and any
@@ -242,13 +243,15 @@ class Window:
 
 def joint_window(text: str) -> Window | None:
     """The window of a joint-check header (`within 2 agent ticks all of these hold together:`), or None."""
-    m = JOINT_RE.match(squeeze(text))
+    squeezed = squeeze(text)
+    m = JOINT_RE.match(squeezed) if squeezed.startswith(WINDOW_MODES) else None  # (what it begins with: most texts do not)
     return Window(m.group(1), Duration.parse(m.group(2))) if m is not None else None
 
 
 def split_window(text: str) -> tuple[Window | None, str]:
     """`within 2 agent ticks X` / `throughout 30 s X` → (Window, "X"); anything else → (None, text)."""
-    m = WINDOW_RE.match(squeeze(text))
+    squeezed = squeeze(text)
+    m = WINDOW_RE.match(squeezed) if squeezed.startswith(WINDOW_MODES) else None  # (what it begins with: most texts do not)
     if m is None:
         return None, text
     return Window(m.group(1), Duration.parse(m.group(2))), m.group(3)

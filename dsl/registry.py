@@ -165,6 +165,10 @@ class Registry:
         # that begin with them: a text is tried only against the phrases its first words can
         # begin, not against every declaration (see `_index_key`).
         self._index: dict[str, list[tuple[int, str, Any]]] = {}
+        # The entries `_candidates` gathered for a text's first two words, while the index is as
+        # it was then: every change to the index goes through `_index_put`/`_index_drop`/`restore`,
+        # which forget them.
+        self._gathered: dict[tuple[str, str | None], list[tuple[int, str, Any]]] = {}
         self._order: dict[str, int] = {}  # id → its place in the order added
         self._added = 0
 
@@ -194,8 +198,7 @@ class Registry:
         decl = self._steps.pop(step_id)
         del self._order[step_id]
         del self._by_key[decl.key]
-        bucket = self._index[_index_key(decl.phrase)]
-        bucket[:] = [entry for entry in bucket if entry[2] is not decl]
+        self._index_drop(decl.phrase, decl)
         return decl
 
     def snapshot(self) -> RegistryState:
@@ -207,6 +210,7 @@ class Registry:
         self._steps.clear()
         self._by_key.clear()
         self._index.clear()
+        self._gathered.clear()
         self._order.clear()
         self._later.clear()
         self._later_by_key.clear()
@@ -222,21 +226,31 @@ class Registry:
         self._steps[decl.id] = decl
         self._by_key[decl.key] = decl
         self._order[decl.id] = added
-        self._index.setdefault(_index_key(decl.phrase), []).append((added, decl.phrase.prefix, decl))
+        self._index_put(decl.phrase, (added, decl.phrase.prefix, decl))
 
     def _insert_later(self, step: LaterStep) -> None:
         self._later[step.id] = step
         self._later_by_key[step.key] = step
-        self._index.setdefault(_index_key(step.phrase), []).append((self._added, step.phrase.prefix, step))
+        self._index_put(step.phrase, (self._added, step.phrase.prefix, step))
         self._added += 1
+
+    def _index_put(self, phrase: Phrase, entry: tuple[int, str, Any]) -> None:
+        self._index.setdefault(_index_key(phrase), []).append(entry)
+        self._gathered.clear()
+
+    def _index_drop(self, phrase: Phrase, decl: Any) -> list[tuple[int, str, Any]]:
+        """Take `decl`'s entry out of the index; the entries taken."""
+        bucket = self._index[_index_key(phrase)]
+        dropped = [entry for entry in bucket if entry[2] is decl]
+        bucket[:] = [entry for entry in bucket if entry[2] is not decl]
+        self._gathered.clear()
+        return dropped
 
     def _replace(self, later: LaterStep, decl: StepDecl) -> None:
         """`decl`, declared by the import of its library, takes the place of the kept `later`."""
         del self._later[later.id]
         del self._later_by_key[later.key]
-        bucket = self._index[_index_key(later.phrase)]
-        [added] = [entry[0] for entry in bucket if entry[2] is later]
-        bucket[:] = [entry for entry in bucket if entry[2] is not later]
+        [(added, _, _)] = self._index_drop(later.phrase, later)
         self._insert(decl, added)
         if summary_of(decl) != summary_of(later):
             self._forget_kept(later.library)
@@ -252,8 +266,7 @@ class Registry:
             self._forget_kept(library)
             del self._later[step.id]
             del self._later_by_key[step.key]
-            bucket = self._index[_index_key(step.phrase)]
-            bucket[:] = [entry for entry in bucket if entry[2] is not step]
+            self._index_drop(step.phrase, step)
         del self._later_libraries[library]
 
     def _forget_kept(self, library: str) -> None:
@@ -290,11 +303,13 @@ class Registry:
         """Every declaration whose phrase reads `text` (with or without a `within`/`throughout <duration>` prefix),
         in the order they were added."""
         found = self._match(text)
-        waiting = sorted({m.decl.library for m in found if isinstance(m.decl, LaterStep)})
-        if not waiting:
+        for m in found:  # (a loop: most texts match one declaration, already imported)
+            if isinstance(m.decl, LaterStep):
+                break
+        else:
             return found
-        for library in waiting:  # their own declarations take the place of the kept ones
-            self._import_later(library)
+        for library in sorted({m.decl.library for m in found if isinstance(m.decl, LaterStep)}):
+            self._import_later(library)  # their own declarations take the place of the kept ones
         return self._match(text)
 
     def _match(self, text: str) -> list[Match]:
@@ -315,13 +330,19 @@ class Registry:
         return [m for _, m in found]
 
     def _candidates(self, squeezed: str) -> list[tuple[int, str, Any]]:
-        """The index entries of every phrase that can read the squeezed `squeezed`."""
+        """The index entries of every phrase that can read the squeezed `squeezed` (not to be changed)."""
         words = squeezed.split(" ", 2)
-        entries = list(self._index.get("", ()))
-        if words[0]:
-            entries += self._index.get(words[0], ())
-        if len(words) > 1:
-            entries += self._index.get(f"{words[0]} {words[1]}", ())
+        key = (words[0], words[1] if len(words) > 1 else None)
+        entries = self._gathered.get(key)
+        if entries is None:  # (texts that begin with the same two words have the same candidates)
+            if len(self._gathered) >= 4096:  # texts that begin with values: do not keep them all
+                self._gathered.clear()
+            entries = list(self._index.get("", ()))
+            if words[0]:
+                entries += self._index.get(words[0], ())
+            if len(words) > 1:
+                entries += self._index.get(f"{words[0]} {words[1]}", ())
+            self._gathered[key] = entries
         return entries
 
     def step(self, id: str, keyword: Keyword, phrase: str, **options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
