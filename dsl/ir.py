@@ -6,6 +6,7 @@ equal to the original (`stepgraph convert` relies on that).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,6 +147,11 @@ class Feature:
         return frozenset(self.tags.needs) | frozenset(scenario.tags.needs) | frozenset().union(*(c.decl.needs for c in calls))
 
 
+@functools.cache  # a model's fields are fixed once its class is made
+def _field_names(model: type[Params]) -> tuple[str, ...]:
+    return tuple(model.model_fields)
+
+
 #: Values that hold no binding (most parameter values): read without the checks below.
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 
@@ -156,7 +162,12 @@ def _refs(value: Any) -> list[Any]:
     if isinstance(value, Ref):
         return [value]
     if isinstance(value, Params):
-        return [r for name in type(value).model_fields for r in _refs(getattr(value, name))]
+        found = []
+        for name in _field_names(type(value)):
+            field_value = getattr(value, name)
+            if type(field_value) not in _PLAIN:  # (most are: no call for them)
+                found += _refs(field_value)
+        return found
     if isinstance(value, list | tuple | set | frozenset):
         return [r for v in value for r in _refs(v)]
     if isinstance(value, dict):
