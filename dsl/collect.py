@@ -9,6 +9,7 @@ marker. Scenarios are bound through pytest-bdd's public `scenario()` decorator.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import re
 import secrets
@@ -79,6 +80,20 @@ class ScenarioModule(pytest.Module):
     """One scenario file, compiled, then presented to pytest as a module of pytest-bdd scenarios."""
 
     def _getobj(self) -> types.ModuleType:
+        # Compiling a file and handing it to pytest-bdd makes objects that live as long as the run
+        # (the IR, pytest-bdd's feature, the test functions) and temporaries that reference
+        # counting frees: an automatic collection of garbage in between walks all that was made
+        # so far and finds next to nothing. So none runs while it is made; the next automatic
+        # collection, and the one before the heap is frozen once all is collected, come as ever.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._module()
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _module(self) -> types.ModuleType:
         config = self.config
         info = config.stash[RUN_INFO]
         try:

@@ -1,6 +1,7 @@
 """A run freezes the heap once its scenarios are collected (so that no later collection of garbage
 walks what lives until the end), and still reports every exception a finalizer raises: of garbage
-made before the freeze and of garbage made by a step."""
+made before the freeze and of garbage made by a step. No collection of garbage runs while a
+scenario file is compiled; after it, they run as before."""
 
 from __future__ import annotations
 
@@ -96,3 +97,57 @@ def test_a_run_inside_a_frozen_run_leaves_the_heap_frozen_and_still_reports_fina
     assert result.ret == 0, output
     assert "RuntimeError: the finalizer of what collection made raised" in output
     assert "RuntimeError: the finalizer of what a step made raised" in output
+
+
+GC_SEEN = """
+import gc
+
+from pydantic import field_validator
+
+from stepgraph.dsl import REGISTRY, Params, StepContext
+
+SEEN = []
+
+
+class Word(Params):
+    word: str
+
+    @field_validator("word")
+    @classmethod
+    def _seen(cls, value: str) -> str:
+        SEEN.append(gc.isenabled())  # validated while its file is compiled
+        return value
+
+
+def pytest_collection_finish(session):
+    print(f"validated with collection of garbage on: {SEEN}; on after collecting: {gc.isenabled()}")
+
+
+@REGISTRY.when("rec.says", "a step says {word}", key="says", params=Word)
+def says(ctx: StepContext, p: Word) -> None:
+    pass
+"""
+
+
+GC_OFF = """
+
+def pytest_configure(config):
+    gc.disable()
+"""
+
+
+@pytest.mark.parametrize(("configure", "after"), [("", True), (GC_OFF, False)], ids=["gc on", "gc turned off by the project"])
+def test_no_collection_of_garbage_runs_while_a_file_is_compiled_and_the_run_keeps_its_setting(
+    pytester: pytest.Pytester, configure: str, after: bool
+) -> None:
+    # bad.feature comes first and fails to compile: the setting is put back on that path too
+    pytester.makeini("[pytest]\nstepgraph_paths = scenarios\n")
+    pytester.makeconftest(GC_SEEN + configure)
+    (pytester.path / "scenarios").mkdir()
+    bad = 'Feature: B\n  Scenario: S\n    When a step says "x"\n    When no step reads this\n'
+    (pytester.path / "scenarios" / "bad.feature").write_text(bad)
+    (pytester.path / "scenarios" / "good.feature").write_text('Feature: G\n  Scenario: S\n    When a step says "y"\n')
+    result = pytester.runpytest_subprocess("--target", "local", "-p", "no:cacheprovider", "-s", "--collect-only")
+    output = result.stdout.str() + result.stderr.str()
+    assert "undefined step: 'no step reads this'" in output
+    assert f"validated with collection of garbage on: [False, False]; on after collecting: {after}" in output
