@@ -320,7 +320,7 @@ class Registry:
             found = [
                 (added, Match(decl, decl.phrase.values(hit)))
                 for added, prefix, decl in entries
-                if squeezed.startswith(prefix) and (hit := decl.phrase.regex.fullmatch(squeezed)) is not None
+                if (not prefix or squeezed.startswith(prefix)) and (hit := decl.phrase.regex.fullmatch(squeezed)) is not None
             ]
         else:  # a check may read the text after its window
             entries = list({entry[0]: entry for entry in (*entries, *self._candidates(rest))}.values())
@@ -330,18 +330,29 @@ class Registry:
         return [m for _, m in found]
 
     def _candidates(self, squeezed: str) -> list[tuple[int, str, Any]]:
-        """The index entries of every phrase that can read the squeezed `squeezed` (not to be changed)."""
+        """The index entries of every phrase that can read the squeezed `squeezed` (not to be
+        changed), each with the prefix that is still to be checked: "" when every text that
+        begins with the same two words begins with the phrase's prefix."""
         words = squeezed.split(" ", 2)
         key = (words[0], words[1] if len(words) > 1 else None)
         entries = self._gathered.get(key)
         if entries is None:  # (texts that begin with the same two words have the same candidates)
             if len(self._gathered) >= 4096:  # texts that begin with values: do not keep them all
                 self._gathered.clear()
-            entries = list(self._index.get("", ()))
+            indexed = list(self._index.get("", ()))
             if words[0]:
-                entries += self._index.get(words[0], ())
+                indexed += self._index.get(words[0], ())
             if len(words) > 1:
-                entries += self._index.get(f"{words[0]} {words[1]}", ())
+                indexed += self._index.get(f"{words[0]} {words[1]}", ())
+            # Each such text is `known`, or `known` and a space and more.
+            known = " ".join(words[:2])
+            entries = []
+            for added, prefix, decl in indexed:
+                if known.startswith(prefix):
+                    entries.append((added, "", decl))  # every such text begins with it
+                elif len(words) > 1 and prefix.startswith(known + " "):
+                    entries.append((added, prefix, decl))  # some do
+                # (else none does: a text begins with `known`, and then a space or nothing)
             self._gathered[key] = entries
         return entries
 
