@@ -30,15 +30,25 @@ def _letters(candidates: tuple[str, ...]) -> tuple[Letters, ...]:
 def common_subsequence_length(a: str, b: str) -> int:
     """The length of a longest common subsequence of `a` and `b` (Hyyrö's bit-parallel form: one
     bit per character of `b`, a zero for each character of a common subsequence found so far)."""
+    return _subsequence_length(a, _masks(b), len(b))
+
+
+def _masks(b: str) -> dict[str, int]:
+    """Each character of `b`, with a bit set for each place it is at."""
     masks: dict[str, int] = {}
     for i, char in enumerate(b):
         masks[char] = masks.get(char, 0) | (1 << i)
-    full = (1 << len(b)) - 1
+    return masks
+
+
+def _subsequence_length(a: str, masks: dict[str, int], size: int) -> int:
+    """`common_subsequence_length(a, b)` given `_masks(b)` and the length of `b`."""
+    full = (1 << size) - 1
     row = full
     for char in a:
         matched = row & masks.get(char, 0)
         row = ((row + matched) | (row - matched)) & full
-    return len(b) - row.bit_count()
+    return size - row.bit_count()
 
 
 def close_match(text: str, candidates: tuple[str, ...], cutoff: float) -> str | None:
@@ -47,13 +57,16 @@ def close_match(text: str, candidates: tuple[str, ...], cutoff: float) -> str | 
     size = len(text)
     best: tuple[float, str] | None = None
     matcher: SequenceMatcher[str] | None = None
+    masks: dict[str, int] | None = None  # the text's, for the subsequence bound: made once
     for candidate, length, letters, numbers, zeros in _letters(candidates):
         total = length + size  # (two empty strings are alike: difflib's ratio of them is 1)
         if total and 2.0 * min(length, size) / total < cutoff:  # difflib's real_quick_ratio
             continue
         if total and 2.0 * sum(map(min, numbers, map(counts, letters, zeros))) / total < cutoff:  # its quick_ratio
             continue
-        if total and 2.0 * common_subsequence_length(candidate, text) / total < cutoff:
+        if masks is None:
+            masks = _masks(text)
+        if total and 2.0 * _subsequence_length(candidate, masks, size) / total < cutoff:
             continue
         if matcher is None:
             matcher = SequenceMatcher()
