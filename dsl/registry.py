@@ -7,6 +7,7 @@ compensation. Step libraries are found through the `stepgraph.steps` entry-point
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -32,6 +33,22 @@ MUTATING_EFFECTS = frozenset({"creates-objects", "deletes-objects", "modifies-ob
 _ID_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 _KEY_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 RESERVED_KEYS = frozenset({"expect", "within", "all", BIND_FIELD})
+
+
+def _no_pydantic_plugins_to_look_for() -> None:
+    """pydantic looks for its plugins (entry point group `pydantic`) when the first model is made,
+    by reading every installed distribution's metadata (some 11 ms); the kept entry points of this
+    search path (dsl/entry_points.py) answer the same question. When the group is empty, pydantic
+    is told so the way its own look-up does (an empty set of plugins loaded); when it is not, or
+    plugins are turned off, pydantic looks for them itself as ever."""
+    from pydantic.plugin import _loader
+
+    looks = getattr(_loader, "_plugins", ()) is None and not os.environ.get("PYDANTIC_DISABLE_PLUGINS")
+    if looks and not in_group(_loader.PYDANTIC_ENTRY_POINT_GROUP):
+        _loader._plugins = {}
+
+
+_no_pydantic_plugins_to_look_for()  # before the first model below
 
 
 class Params(BaseModel):

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 
 GROUPS = """
+import importlib.metadata
 import json
-from stepgraph.dsl import entry_points
 read = []
-original = entry_points.entry_points
-entry_points.entry_points = lambda: read.append(1) or original()  # the metadata of every distribution
+original = importlib.metadata.entry_points
+importlib.metadata.entry_points = lambda **kw: read.append(1) or original(**kw)  # the metadata of every distribution
+from stepgraph.dsl import entry_points  # (its import asks for a group already)
 in_group = entry_points.in_group
 eps = {group: [[ep.name, ep.value] for ep in in_group(group)] for group in ("kept_test.a", "kept_test.b")}
 print(json.dumps({"read": bool(read), "eps": eps}))
@@ -101,3 +102,51 @@ def test_a_process_whose_working_folder_is_gone_reads_them_as_ever(site: Path) -
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"read": True, "eps": {"kept_test.a": [["first", "mod_one:main"]], "kept_test.b": []}}
+
+
+PYDANTIC_LOOKUPS = """
+from pydantic.plugin import _loader
+looked = []
+original = _loader.entry_points
+_loader.entry_points = lambda **kw: looked.append(kw) or original(**kw)  # pydantic's own look-up
+import stepgraph.dsl
+from pydantic import BaseModel
+
+
+class Model(BaseModel):
+    n: int
+
+
+print(f"pydantic looked for its plugins {len(looked)} time(s)")
+"""
+
+PLUGIN = """
+class Plugin:
+    def new_schema_validator(self, schema, schema_type, schema_type_path, schema_kind, config, plugin_settings):
+        print(f"the plugin saw {schema_type.__name__}")
+        return None, None, None
+
+
+plugin = Plugin()
+"""
+
+
+def _pydantic_lookups(site: Path) -> str:
+    env = {**os.environ, "PYTHONPATH": str(site), "STEPGRAPH_CACHE_DIR": str(site.parent / "cache")}
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    done = subprocess.run([sys.executable, "-c", PYDANTIC_LOOKUPS], capture_output=True, text=True, check=True, timeout=60, env=env)
+    return done.stdout
+
+
+def test_pydantic_does_not_look_for_plugins_the_kept_entry_points_say_are_not_there(site: Path) -> None:
+    for _ in range(2):  # the entry points read, then kept
+        assert "pydantic looked for its plugins 0 time(s)" in _pydantic_lookups(site)
+
+
+def test_a_pydantic_plugin_installed_is_still_found(site: Path) -> None:
+    _groups(site)  # the entry points without the plugin are kept
+    (site / "kept_plugin.py").write_text(PLUGIN)
+    _install(site, "plugin", "[pydantic]\nrecorder = kept_plugin:plugin\n")
+    for _ in range(2):
+        out = _pydantic_lookups(site)
+        assert "pydantic looked for its plugins 1 time(s)" in out and "the plugin saw Model" in out, out
