@@ -276,7 +276,7 @@ def _can_expire(kubeconfig: str, context: str | None) -> bool:
     from ruamel.yaml import YAML
 
     try:
-        document = YAML(typ="safe").load(Path(kubeconfig).read_text(encoding="utf-8"))
+        document = YAML(typ="safe", pure=True).load(Path(kubeconfig).read_text(encoding="utf-8"))
         name = context or document["current-context"]
         user_name = next(c["context"]["user"] for c in document["contexts"] if c["name"] == name)
         user = next(u.get("user") or {} for u in document["users"] if u["name"] == user_name)

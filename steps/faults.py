@@ -89,7 +89,7 @@ def _yaml_value(text: str) -> str:
     from ruamel.yaml.error import YAMLError
 
     try:
-        YAML(typ="safe").load(text)
+        YAML(typ="safe", pure=True).load(text)
     except YAMLError as exc:
         raise ValueError(f"{text!r} is not a YAML value ({exc}) — e.g. \"[0, 1]\" or \"'4.4'\"") from None
     if kept is not None:
@@ -129,7 +129,7 @@ class FaultValueParams(Params):
     def parsed(self) -> Any:
         from ruamel.yaml import YAML
 
-        return YAML(typ="safe").load(self.value)
+        return YAML(typ="safe", pure=True).load(self.value)
 
 
 @given(

@@ -118,7 +118,7 @@ def _parsed_yaml(text: str) -> list[Any]:
         return kept
     from ruamel.yaml import YAML  # the YAML parser: only a step that applies a manifest needs it
 
-    docs = list(YAML(typ="safe").load_all(text))
+    docs = list(YAML(typ="safe", pure=True).load_all(text))
     if key is not None:
         _keep_documents(key, docs)
     return docs

@@ -101,7 +101,7 @@ def resolve_world(options: Mapping[str, str], env: Mapping[str, str]) -> World:
             raise TargetConfigError(f"twin: seed={options['seed']!r} is not an integer — e.g. seed=7") from None
     if options.get("faults"):
         try:
-            flips = YAML(typ="safe").load(options["faults"])
+            flips = YAML(typ="safe", pure=True).load(options["faults"])
         except YAMLError:
             flips = None
         if not isinstance(flips, dict):

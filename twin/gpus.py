@@ -82,7 +82,7 @@ class Sku(BaseModel):
 @cache
 def known_skus() -> dict[str, Sku]:
     """Every SKU profile shipped under `twin/skus/`, keyed by its `key`."""
-    yaml = YAML(typ="safe")
+    yaml = YAML(typ="safe", pure=True)
     skus = {}
     for path in sorted(SKU_DIR.glob("*.yaml")):
         sku = Sku.model_validate(yaml.load(path.read_text()))

@@ -18,7 +18,7 @@ spec.loader.exec_module(render)
 
 
 def load(variant: str, name: str) -> list[dict]:
-    return [d for d in YAML(typ="safe").load_all((MANIFESTS / variant / name).read_text()) if d]
+    return [d for d in YAML(typ="safe", pure=True).load_all((MANIFESTS / variant / name).read_text()) if d]
 
 
 @pytest.mark.parametrize("variant", sorted(render.VARIANTS))

@@ -109,7 +109,7 @@ CATALOG_IDS = {"A1-A2", "A3", "A2-strict", "B2", "B4-D3", "NVML-CAPS", "B5", "DC
 
 def _job(world: str, faults: str, *after: str, files: tuple[str, ...]) -> dict:
     if after:  # flip at run time, right after that step
-        switches = YAML(typ="safe").load(faults)
+        switches = YAML(typ="safe", pure=True).load(faults)
         return {"args": ["--target-option", f"world={world}"], "files": files, "plugins": (FlipAfterStep(after[0], switches),)}
     return {"args": ["--target-option", f"world={world}", "--target-option", f"faults={faults}"], "files": files}
 

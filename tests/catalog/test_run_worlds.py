@@ -25,7 +25,7 @@ def in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _broken_world(tmp_path: Path) -> Path:
     """Path B with every NVML limit write refused: the NVML readback scenario must fail there."""
-    yaml = YAML(typ="safe")
+    yaml = YAML(typ="safe", pure=True)
     world = yaml.load((ROOT / "examples" / "profiles" / "path-b.yaml").read_text())
     world |= {"name": "path-b-no-permission", "faults": {"nvml_no_permission": True}}
     path = tmp_path / "path-b-no-permission.yaml"

@@ -46,7 +46,7 @@ def _faults(request: pytest.FixtureRequest, changes: dict[str, Any] | None = Non
     """GET the twin's switches, or PATCH `changes` into them."""
     session = request.getfixturevalue("stepgraph_session")
     with open(session.kubeconfig, encoding="utf-8") as text:
-        server = YAML(typ="safe").load(text)["clusters"][0]["cluster"]["server"]
+        server = YAML(typ="safe", pure=True).load(text)["clusters"][0]["cluster"]["server"]
     body = json.dumps(changes).encode() if changes is not None else None
     call = urllib.request.Request(f"{server}/twin/v1/faults", data=body, method="PATCH" if body else "GET",
                                   headers={"Content-Type": "application/json"})

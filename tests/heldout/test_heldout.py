@@ -19,7 +19,7 @@ from ruamel.yaml import YAML
 
 from stepgraph.dsl import cli
 
-EXPECTED: dict = YAML(typ="safe").load((SCENARIOS.parent / "expected.yaml").read_text(encoding="utf-8"))
+EXPECTED: dict = YAML(typ="safe", pure=True).load((SCENARIOS.parent / "expected.yaml").read_text(encoding="utf-8"))
 DESIGN_DOC = ROOT / "docs" / "design" / "multi-tenant-test-plan.md"
 ERROR_LINE = re.compile(r"^(?P<file>\S+?):(?P<line>\d+):(?P<col>\d+): (?P<message>.*)$")
 

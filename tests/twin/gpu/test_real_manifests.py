@@ -22,7 +22,7 @@ def apply(cluster: Cluster, filename: str) -> list[dict]:
     """`kubectl apply -f` for the kinds these files hold (Pod, ConfigMap, DGD, DaemonSet, Service, SA)."""
     api_client = cluster.api.api_client
     apps, custom = client.AppsV1Api(api_client), client.CustomObjectsApi(api_client)
-    docs = [d for d in YAML(typ="safe").load_all((MANIFESTS / filename).read_text()) if d]
+    docs = [d for d in YAML(typ="safe", pure=True).load_all((MANIFESTS / filename).read_text()) if d]
     for doc in docs:
         ns = doc["metadata"].get("namespace", cluster.ns)
         kind = doc["kind"]
