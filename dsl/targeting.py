@@ -2,8 +2,8 @@
 
 The target is loaded lazily (only when scenarios were collected), so a pytest run without
 scenarios never touches it, and started lazily (by the first scenario that needs one of its
-capabilities), so a run of scenarios that need none never starts it. Unmet needs become skip marks before any setup; a target that cannot
-run ends the run with exit code 2 and one line.
+capabilities), so a run of scenarios that need none never starts it. Unmet needs become skip
+marks before any setup; a target that cannot run ends the run with exit code 2 and one line.
 """
 
 from __future__ import annotations

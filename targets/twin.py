@@ -346,9 +346,10 @@ class TwinTarget:
         return world
 
     def _clock_kind(self, world: World) -> str:
-        """The clock asked for, else the scaled one for a world that runs a real program (which
-        cannot be paused as the virtual clock pauses in-process components), else the virtual one."""
-        return self.clock or ("scaled" if world.agent.program is not None else "virtual")
+        """The clock asked for, else the one the twin would run the world on."""
+        from stepgraph.twin.clock import default_kind
+
+        return self.clock or default_kind(world.agent.program is not None)
 
     def _session_fields(self, world: World, options: Mapping[str, str]) -> dict[str, Any]:
         facts = {

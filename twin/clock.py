@@ -383,6 +383,13 @@ class ScaledClock(RealTimeClock):
                 self._shared = None
 
 
+def default_kind(runs_programs: bool) -> str:
+    """The clock a twin runs on unless told: the scaled one when it runs real programs (a child
+    process cannot be paused the way the virtual clock pauses in-process components), else the
+    virtual one."""
+    return "scaled" if runs_programs else "virtual"
+
+
 def make_clock(kind: str | VirtualClock | RealTimeClock) -> VirtualClock | RealTimeClock:
     """`"virtual"` → VirtualClock, `"real"` → RealTimeClock, `"scaled"` / `"scaled:<rate>"` →
     ScaledClock; a clock object passes through."""

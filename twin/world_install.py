@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import Twin, world_objects
+from .clock import default_kind
 from .devices import DeviceDirectory, NodeDevices
 from .faults import Faults, NodeFaults, aiohttp_routes, api_fault_middleware
 from .gpu_workloads import register_gpu_workloads
@@ -65,9 +66,8 @@ def node_config(world: World, spec: NodeSpec | None = None) -> NodeConfig:
 
 def build_twin(world: World, **kwargs: Any) -> Twin:
     """A `Twin` configured and populated by `world` (kwargs go to `Twin`, e.g. `clock="real"`).
-    A world that runs a real program runs on the scaled clock unless a clock is given."""
-    if world.agent.program is not None:
-        kwargs.setdefault("clock", "scaled")
+    Unless a clock is given, the world runs on `default_kind`'s (scaled for a real program)."""
+    kwargs.setdefault("clock", default_kind(world.agent.program is not None))
     return Twin(world=WorldInstaller(world), seed=world.seed,
                 nodes=[node_config(world, spec) for spec in world.nodes], **kwargs)
 
