@@ -113,6 +113,7 @@ def run_worlds(worlds: Sequence[str], paths: Sequence[str], pytest_args: Sequenc
     baseline: Path | None = None
     ahead = None
     try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # held back by _start_server
         # While the server imports what the worlds need (on one core), this process loads and
         # compiles what it will need to merge and report, and reads what the trace reads besides
         # this run's results (documents, lock, expectations, baseline), instead of after the last world.
@@ -180,28 +181,32 @@ class _Forked:
 def _start_server(spec: dict) -> subprocess.Popen | _Forked:
     """The server: forked from this process when it is the `stepgraph` command itself (one thread,
     no pytest loaded), so it starts with the language already imported (0.3 s less before the first
-    world); from any other process (a test calling the CLI in-process), whose fork would copy its
-    other threads' locks, pytest's capture of the standard streams and its import hooks, a fresh
-    interpreter (`python -m` this module)."""
+    world), and returning with SIGINT blocked here (the caller unblocks it); from any other process
+    (a test calling the CLI in-process), whose fork would copy its other threads' locks, pytest's
+    capture of the standard streams and its import hooks, a fresh interpreter (`python -m` this
+    module)."""
     if threading.active_count() > 1 or "_pytest" in sys.modules:
         return subprocess.Popen([sys.executable, "-m", __name__, json.dumps(spec)])
     sys.stdout.flush()
     sys.stderr.flush()
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # until the server has its own handler
+    # Held back in both processes: the server unblocks it once it has its own handler, this one
+    # inside the caller's try, so a Ctrl-C during the fork is an interrupt like any later one.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                code = _serve(spec)
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)  # not this process's remaining work (the merge, its exit handlers)
-    finally:
+    except BaseException:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        raise
+    if pid == 0:
+        code = 1
+        try:
+            code = _serve(spec)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)  # not this process's remaining work (the merge, its exit handlers)
     return _Forked(pid)
 
 
@@ -245,10 +250,11 @@ def _world_process(run: WorldRun, paths: Sequence[str], pytest_args: Sequence[st
     """A forked world: its pytest run, then exit at once. Its reports are written and closed and
     its twin stopped when pytest returns; what the interpreter would do next (unwinding every
     module and a last collection of all the memory it shares with its parent) only costs time."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     code = 1
     try:
+        # A Ctrl-C held back since the fork arrives as soon as it is unblocked: inside the try.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         code = run.run_here(paths, pytest_args)
     except KeyboardInterrupt:  # before pytest's session began (pytest itself handles it after)
         print(f"stepgraph run: world {run.world}: interrupted before its run began", file=sys.stderr)

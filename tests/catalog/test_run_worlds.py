@@ -91,6 +91,42 @@ def test_ctrl_c_ends_the_world_running_and_starts_no_other(tmp_path: Path) -> No
         os.killpg(run.pid, 0)  # no process of the run is left
 
 
+# A Ctrl-C held back across a fork (blocked, pending) arrives the moment the process unblocks it.
+# Each script below starts in that state, so the window is hit every time rather than by chance.
+_PENDING_CTRL_C = """
+import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+os.kill(os.getpid(), signal.SIGINT)
+"""
+
+
+def _python(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _PENDING_CTRL_C + script, str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_ctrl_c_as_a_world_is_forked_ends_that_world_saying_so(tmp_path: Path) -> None:
+    done = _python("""
+from pathlib import Path
+from stepgraph.dsl.run_worlds import WorldRun, _world_process
+_world_process(WorldRun("path-b", Path(sys.argv[1]) / "path-b"), ["scenarios/demo"], ["-q"])
+""", tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == "stepgraph run: world path-b: interrupted before its run began\n"
+
+
+def test_a_ctrl_c_as_the_server_is_forked_is_an_interrupt_of_the_run(tmp_path: Path) -> None:
+    done = _python("""
+from pathlib import Path
+from stepgraph.dsl.run_worlds import TraceSettings, run_worlds
+sys.exit(run_worlds(["path-b"], ["scenarios/demo"], ["-q"], Path(sys.argv[1]), TraceSettings(design=[])))
+""", tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "stepgraph run: interrupted — no merged results or trace written" in done.stderr
+    assert not (tmp_path / "results.json").exists()
+
+
 def test_worlds_start_longest_first_by_the_last_run_and_as_given_without_one(tmp_path: Path) -> None:
     from stepgraph.dsl.run_worlds import WorldRun, start_order
 
