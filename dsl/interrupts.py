@@ -5,6 +5,9 @@ so the compensations of the running scenario get to run. SIGTERM (a CI job cance
 would otherwise end the process without any of that, so it is treated as Ctrl-C. Counting lets
 the cleanup tell a first interrupt (clean up, then stop) from a second one during the cleanup
 (stop now and say what is left).
+
+A signal the process was started with ignored stays ignored: a shell starts a background job so
+that Ctrl-C at the terminal leaves it running.
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ def _raise(signum: int, frame: FrameType | None) -> None:
 
 
 def install() -> None:
-    """Handle SIGINT and SIGTERM from here on (main thread only; elsewhere a no-op)."""
+    """Handle SIGINT and SIGTERM from here on, unless ignored (main thread only; elsewhere a no-op)."""
     global _count
     if threading.current_thread() is not threading.main_thread() or _previous:
         return
     _count = 0
     for signum in _HANDLED:
-        _previous[signum] = signal.signal(signum, _raise)
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            _previous[signum] = signal.signal(signum, _raise)
 
 
 def uninstall() -> None:

@@ -216,8 +216,10 @@ def _serve(spec: dict) -> int:
     paths, pytest_args = spec["paths"], spec["pytest_args"]
     interrupted = []
     # Ctrl-C reaches every process of the run: the worlds running stop on their own; this one
-    # only stops starting more and waits for them.
-    signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
+    # only stops starting more and waits for them. A run started with SIGINT ignored (a shell's
+    # background job) keeps ignoring it in every process, as its first process does.
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by a parent that forked this one
     _preload(pytest_args)
     # Everything imported so far lives as long as the processes do: frozen, it is never traversed
@@ -253,7 +255,8 @@ def _world_process(run: WorldRun, paths: Sequence[str], pytest_args: Sequence[st
     code = 1
     try:
         # A Ctrl-C held back since the fork arrives as soon as it is unblocked: inside the try.
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         code = run.run_here(paths, pytest_args)
     except KeyboardInterrupt:  # before pytest's session began (pytest itself handles it after)

@@ -91,6 +91,26 @@ def test_ctrl_c_ends_the_world_running_and_starts_no_other(tmp_path: Path) -> No
         os.killpg(run.pid, 0)  # no process of the run is left
 
 
+def test_a_run_started_with_sigint_ignored_ignores_it_in_every_process(tmp_path: Path) -> None:
+    # As a shell starts a background job: Ctrl-C at the terminal must not end it, in any process.
+    out = tmp_path / "reports"
+    stepgraph = Path(sys.executable).with_name("stepgraph")
+    ignoring = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])"
+    run = subprocess.Popen([sys.executable, "-c", ignoring, str(stepgraph), "run", "scenarios/demo", "--reports", str(out),
+                            "--jobs", "1", "--world", "path-b", "--world", "path-a", "--", "-q"],
+                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    first = out / "worlds" / "path-b" / "output.txt"
+    deadline = time.monotonic() + 120
+    while not (first.is_file() and "collected" in first.read_text()):
+        assert run.poll() is None and time.monotonic() < deadline, "the first world never began collecting"
+        time.sleep(0.05)
+    os.killpg(run.pid, signal.SIGINT)
+    printed, errors = run.communicate(timeout=120)
+    assert run.returncode == 0, printed[-3000:] + errors[-3000:]
+    assert "world path-a: exit 0" in printed and "interrupted" not in printed + errors
+    assert {r["world"] for r in json.loads((out / "results.json").read_text())["scenarios"]} == {"path-a", "path-b"}
+
+
 # A Ctrl-C held back across a fork (blocked, pending) arrives the moment the process unblocks it.
 # Each script below starts in that state, so the window is hit every time rather than by chance.
 _PENDING_CTRL_C = """

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -126,6 +128,26 @@ def test_sigterm_is_a_ctrl_c() -> None:
     finally:
         interrupts.uninstall()
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_a_signal_the_process_ignores_stays_ignored() -> None:
+    # As in a shell's background job, started with SIGINT ignored so Ctrl-C leaves it running. In
+    # a process of its own: this one's handlers are the plugin's, installed for the session.
+    script = """
+import os, signal
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+from stepgraph.dsl import interrupts
+interrupts.install()
+os.kill(os.getpid(), signal.SIGINT)
+try:
+    os.kill(os.getpid(), signal.SIGTERM)
+except KeyboardInterrupt as exc:
+    print(exc, interrupts.count())
+interrupts.uninstall()
+print("ignored" if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else "handled")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "SIGTERM received 1\nignored\n", "")
 
 
 def test_the_last_line_says_what_was_undone_and_names_every_leftover() -> None:
