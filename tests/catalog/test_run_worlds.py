@@ -66,17 +66,22 @@ def test_several_worlds_need_a_reports_folder(in_repo: None, capsys: pytest.Capt
     assert "several --world need --reports DIR" in capsys.readouterr().err
 
 
+def _wait_until_the_first_world_collects(run: subprocess.Popen[str], out: Path) -> None:
+    """Until path-b's output says it collected: the server and that world have their handlers."""
+    first = out / "worlds" / "path-b" / "output.txt"
+    deadline = time.monotonic() + 120
+    while not (first.is_file() and "collected" in first.read_text()):
+        assert run.poll() is None and time.monotonic() < deadline, "the first world never began collecting"
+        time.sleep(0.05)
+
+
 def test_ctrl_c_ends_the_world_running_and_starts_no_other(tmp_path: Path) -> None:
     out = tmp_path / "reports"
     stepgraph = Path(sys.executable).with_name("stepgraph")
     run = subprocess.Popen([str(stepgraph), "run", "scenarios/demo", "--reports", str(out), "--jobs", "1",
                             "--world", "path-b", "--world", "path-a", "--", "-q"],
                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    first = out / "worlds" / "path-b" / "output.txt"
-    deadline = time.monotonic() + 120
-    while not (first.is_file() and "collected" in first.read_text()):
-        assert run.poll() is None and time.monotonic() < deadline, "the first world never began collecting"
-        time.sleep(0.05)
+    _wait_until_the_first_world_collects(run, out)
     # The command forks the process serving the worlds (it starts with the language imported)
     # rather than starting another interpreter.
     (server,) = Path(f"/proc/{run.pid}/task/{run.pid}/children").read_text().split()
@@ -99,11 +104,7 @@ def test_a_run_started_with_sigint_ignored_ignores_it_in_every_process(tmp_path:
     run = subprocess.Popen([sys.executable, "-c", ignoring, str(stepgraph), "run", "scenarios/demo", "--reports", str(out),
                             "--jobs", "1", "--world", "path-b", "--world", "path-a", "--", "-q"],
                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    first = out / "worlds" / "path-b" / "output.txt"
-    deadline = time.monotonic() + 120
-    while not (first.is_file() and "collected" in first.read_text()):
-        assert run.poll() is None and time.monotonic() < deadline, "the first world never began collecting"
-        time.sleep(0.05)
+    _wait_until_the_first_world_collects(run, out)
     os.killpg(run.pid, signal.SIGINT)
     printed, errors = run.communicate(timeout=120)
     assert run.returncode == 0, printed[-3000:] + errors[-3000:]
