@@ -84,8 +84,12 @@ class WorldRun:
             for fd, copy in ((1, saved[0]), (2, saved[1])):
                 os.dup2(copy, fd)
                 os.close(copy)
-        (self.folder / "exit-code").write_text(str(code))
         return code
+
+    def record_exit(self, code: int) -> None:
+        """The world's exit code, for the first process to report: also when its run never began."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / "exit-code").write_text(str(code))
 
 
 def folder_name(world: str) -> str:
@@ -128,7 +132,9 @@ def run_worlds(worlds: Sequence[str], paths: Sequence[str], pytest_args: Sequenc
         interrupted = True
         server.wait()
     for run in runs:
-        ended = "not started" if run.returncode is None and not run.output.is_file() else f"exit {run.returncode}"
+        code = run.returncode
+        ended = (f"exit {code}" if code is not None else
+                 "ended without recording an exit code (killed?)" if run.output.is_file() else "not started")
         sys.stdout.write(f"\n{'=' * 30} world {run.world}: {ended} {'=' * 30}\n")
         if run.output.is_file():
             sys.stdout.write(run.output.read_text(encoding="utf-8", errors="replace"))
@@ -265,6 +271,10 @@ def _world_process(run: WorldRun, paths: Sequence[str], pytest_args: Sequence[st
     except BaseException:
         traceback.print_exc()
     finally:
+        try:
+            run.record_exit(code)
+        except OSError as error:
+            print(f"stepgraph run: world {run.world}: could not record its exit code {code}: {error}", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -78,8 +78,9 @@ def _wait_until_the_first_world_collects(run: subprocess.Popen[str], out: Path) 
 def test_ctrl_c_ends_the_world_running_and_starts_no_other(tmp_path: Path) -> None:
     out = tmp_path / "reports"
     stepgraph = Path(sys.executable).with_name("stepgraph")
+    # On the real clock path-b's scenarios wait a 15 s agent tick: it is still running at the Ctrl-C.
     run = subprocess.Popen([str(stepgraph), "run", "scenarios/demo", "--reports", str(out), "--jobs", "1",
-                            "--world", "path-b", "--world", "path-a", "--", "-q"],
+                            "--world", "path-b", "--world", "path-a", "--", "-q", "--target-option", "clock=real"],
                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     _wait_until_the_first_world_collects(run, out)
     # The command forks the process serving the worlds (it starts with the language imported)
@@ -134,6 +135,7 @@ _world_process(WorldRun("path-b", Path(sys.argv[1]) / "path-b"), ["scenarios/dem
 """, tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr == "stepgraph run: world path-b: interrupted before its run began\n"
+    assert (tmp_path / "path-b" / "exit-code").read_text() == "2"  # reported as "exit 2", not "not started"
 
 
 def test_a_ctrl_c_as_the_server_is_forked_is_an_interrupt_of_the_run(tmp_path: Path) -> None:
