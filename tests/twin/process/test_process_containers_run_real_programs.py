@@ -32,12 +32,13 @@ def test_env_and_command_line_follow_the_kubelet_rules(twin, core, tiny):
     # GREETING names NODE before NODE is defined: it stays as written, as on a real kubelet
     core.create_namespaced_pod("default", tiny_pod("envs", env=env, extra_env=fields,
                                                     args=["--node=$(NODE)", "--ns=$(NS)", "$$(NODE)", "$(UNSET)", "$(NODE"]))
-    text = eventually(lambda: "ready" in logs(core, "envs") and logs(core, "envs"), what="the program's start")
+    # Both streams reach the log; they are read apart, so the stderr line may land after "ready".
+    text = eventually(lambda: "ready" in (t := logs(core, "envs")) and "a line on stderr\n" in t and t,
+                      what="the program's start, on stdout and stderr")
     pod_ip = core.read_namespaced_pod("envs", "default").status.pod_ip
     assert "argv --node=twin-gpu-node --ns=default $(NODE) $(UNSET) $(NODE\n" in text
     assert f"env IP={pod_ip}\n" in text and "env POD=envs\n" in text and "env NS=default\n" in text
     assert "env GREETING=hello $(NODE)\n" in text and "env LITERAL=$(NODE)\n" in text
-    assert "a line on stderr\n" in text  # both streams reach the log
 
 
 def test_log_options_timestamps_tail_and_since(twin, core, tiny):
