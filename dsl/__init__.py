@@ -14,6 +14,10 @@ from __future__ import annotations
 if __name__ != "stepgraph.dsl":
     raise ImportError(f"dsl/ is the package stepgraph.dsl; import it by that name, not as {__name__!r}")
 
+from .assert_rewriting import take_back_pytest_marks
+
+take_back_pytest_marks()  # before the rest of the package is imported
+
 from .bindings import BindingError, Bindings, Reads, Ref
 from .clock import Clock, ManualClock, RealClock
 from .context import StepContext

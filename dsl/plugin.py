@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from . import interrupts, runid, tempdirs
+from .assert_rewriting import take_back_pytest_marks
 from .bdd_steps import STEP_LOCATION, expect_steps, set_attachment
 from .checks import order_hazards
 from .collect import TAG_KINDS, ScenarioModule
@@ -43,6 +44,9 @@ __all__ = ["stepgraph_run", "stepgraph_scenario", "stepgraph_session"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    # A later pytest run in this process (pytester, `stepgraph run`'s worlds) marks our packages
+    # again, and this package is imported already: taken back as this plugin is registered.
+    take_back_pytest_marks()
     parser.addini("stepgraph_paths", "folders (or files) whose .feature/.yaml files are stepgraph scenarios", type="paths", default=[])
     parser.addini("stepgraph_design_doc", "Markdown design doc whose ids @design tags must name (static check 9)", default="")
     group = parser.getgroup("stepgraph")
