@@ -28,6 +28,14 @@ def _raise(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"{signal.Signals(signum).name} received")
 
 
+def handle_unless_ignored(signum: int, handler: Any) -> Any:
+    """Set `handler` for `signum` unless the process ignores that signal; the handler it
+    replaced, or None when it left the ignore in place."""
+    if signal.getsignal(signum) is signal.SIG_IGN:
+        return None
+    return signal.signal(signum, handler)
+
+
 def install() -> None:
     """Handle SIGINT and SIGTERM from here on, unless ignored (main thread only; elsewhere a no-op)."""
     global _count
@@ -35,8 +43,8 @@ def install() -> None:
         return
     _count = 0
     for signum in _HANDLED:
-        if signal.getsignal(signum) is not signal.SIG_IGN:
-            _previous[signum] = signal.signal(signum, _raise)
+        if (previous := handle_unless_ignored(signum, _raise)) is not None:
+            _previous[signum] = previous
 
 
 def uninstall() -> None:

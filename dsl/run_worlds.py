@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
 
+from .interrupts import handle_unless_ignored
+
 # The reports (merging, the trace's templates) are imported by `run_worlds` once the worlds are
 # under way: the process serving them, forked before then, needs only the design-doc parser, which
 # every world's run reads its requirement ids with (its preload imports that one).
@@ -224,8 +226,7 @@ def _serve(spec: dict) -> int:
     # Ctrl-C reaches every process of the run: the worlds running stop on their own; this one
     # only stops starting more and waits for them. A run started with SIGINT ignored (a shell's
     # background job) keeps ignoring it in every process, as its first process does.
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
+    handle_unless_ignored(signal.SIGINT, lambda *_: interrupted.append(True))
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by a parent that forked this one
     _preload(pytest_args)
     # Everything imported so far lives as long as the processes do: frozen, it is never traversed
@@ -261,8 +262,7 @@ def _world_process(run: WorldRun, paths: Sequence[str], pytest_args: Sequence[st
     code = 1
     try:
         # A Ctrl-C held back since the fork arrives as soon as it is unblocked: inside the try.
-        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+        handle_unless_ignored(signal.SIGINT, signal.default_int_handler)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         code = run.run_here(paths, pytest_args)
     except KeyboardInterrupt:  # before pytest's session began (pytest itself handles it after)
