@@ -53,6 +53,16 @@ def test_a_body_nested_thousands_deep_is_refused_before_it_is_parsed(twin):
     assert code == 201  # brackets in a string are not nesting
 
 
+def test_the_depth_limit_counts_the_values_inside_the_innermost_container(twin):
+    def chain(containers: int) -> bytes:  # every container inside the one before, a number in the last
+        return b'{"a": ' * containers + b"1" + b"}" * containers
+
+    code, status = raw(twin, "POST", CM, chain(100), "application/json")
+    assert code == 400 and status["message"] == "the object is nested deeper than 100 levels"
+    code, status = raw(twin, "POST", CM, chain(99), "application/json")
+    assert status.get("message") != "the object is nested deeper than 100 levels", (code, status)
+
+
 def test_yaml_bodies_are_accepted(twin, core):
     code, _ = raw(twin, "POST", CM, b"metadata:\n  name: from-yaml\ndata:\n  a: '1'\n", "application/yaml")
     assert code == 201 and core.read_namespaced_config_map("from-yaml", "default").data == {"a": "1"}
