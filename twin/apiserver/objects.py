@@ -86,15 +86,21 @@ def _key_ok(key: str) -> bool:
     return 0 < len(name) <= 63 and bool(_QUALIFIED.match(name))
 
 
-def metadata_problems(md: dict) -> list[tuple[str, str, str]]:
-    """422 causes for label keys/values and annotation keys/size a real server would refuse."""
+def metadata_problems(md: dict, passed: dict | None = None) -> list[tuple[str, str, str]]:
+    """422 causes for label keys/values and annotation keys/size a real server would refuse;
+    `passed`: metadata that passed this check, whose labels or annotations `md` may share."""
     causes = []
-    for key, value in (md.get("labels") or {}).items():
+    labels = md.get("labels") or {}
+    if passed is not None and labels is passed.get("labels"):
+        labels = {}
+    for key, value in labels.items():
         if not _key_ok(str(key)):
             causes.append(("FieldValueInvalid", "metadata.labels", f'Invalid value: "{key}": {_KEY_RULE}'))
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
             causes.append(("FieldValueInvalid", "metadata.labels", f'Invalid value: "{value}": {_VALUE_RULE}'))
     annotations = md.get("annotations") or {}
+    if passed is not None and annotations is passed.get("annotations"):
+        return causes
     for key in annotations:
         if not _key_ok(str(key)):
             causes.append(("FieldValueInvalid", "metadata.annotations", f'Invalid value: "{key}": {_KEY_RULE}'))
@@ -235,8 +241,12 @@ def assign_owned_selector(resource_key: str, obj: dict) -> None:
     template.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
 
 
-def kind_problems(resource_key: str, obj: dict) -> list[tuple[str, str, str]]:
-    """422 causes the real server's per-kind validation gives beyond the schema."""
+def kind_problems(resource_key: str, obj: dict, passed: dict | None = None) -> list[tuple[str, str, str]]:
+    """422 causes the real server's per-kind validation gives beyond the schema. They read the
+    spec (and an APIService's name, which no update changes): none when `obj` shares its spec
+    with `passed`, an object that passed them."""
+    if passed is not None and "spec" in obj and obj["spec"] is passed.get("spec"):
+        return []
     causes = []
     if resource_key == "pods":
         causes += _image_problems((obj.get("spec") or {}), "spec")

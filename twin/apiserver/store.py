@@ -401,6 +401,7 @@ class Store:
         """`old`: the stored object `obj` replaces; what `obj` shares of it is not checked again
         when `old` is known to have passed the same schema (see `_validated`)."""
         version = version or rtype.storage_version
+        known = False
         if rtype.builtin:
             known = old is not None and self._validated.get((rtype.key, _key(old))) == (
                 version, old["metadata"]["resourceVersion"])
@@ -411,7 +412,10 @@ class Store:
         else:
             causes, unknown = [], []
         name = obj["metadata"].get("name", "")
-        causes = causes + objects.metadata_problems(obj["metadata"]) + objects.kind_problems(rtype.key, obj)
+        # What passed these checks in `old` and is still the very same object is not checked again.
+        before = old if rtype.builtin and known else None
+        causes = causes + objects.metadata_problems(obj["metadata"], before and before["metadata"]) + \
+            objects.kind_problems(rtype.key, obj, before)
         for check in self.admission.get(rtype.key, ()):
             causes = causes + check(obj, self._bucket(rtype).get((obj["metadata"].get("namespace", ""), name)))
         if causes:
