@@ -24,8 +24,12 @@ def take_back_pytest_marks() -> None:
     for finder in sys.meta_path:
         marked = getattr(finder, "_must_rewrite", None)
         if type(finder).__name__ == "AssertionRewritingHook" and isinstance(marked, set):
-            marked -= {name for name in marked if name == "stepgraph" or name.startswith("stepgraph.")}
+            marked -= {name for name in marked if _ours(name)}
             cache = getattr(finder, "_marked_for_rewrite_cache", None)
             if isinstance(cache, dict):
-                for name in [n for n in cache if n == "stepgraph" or n.startswith("stepgraph.")]:
+                for name in [name for name in cache if _ours(name)]:
                     del cache[name]
+
+
+def _ours(module: str) -> bool:
+    return module == "stepgraph" or module.startswith("stepgraph.")

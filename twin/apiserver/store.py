@@ -413,9 +413,9 @@ class Store:
             causes, unknown = [], []
         name = obj["metadata"].get("name", "")
         # What passed these checks in `old` and is still the very same object is not checked again.
-        before = old if rtype.builtin and known else None
-        causes = causes + objects.metadata_problems(obj["metadata"], before and before["metadata"]) + \
-            objects.kind_problems(rtype.key, obj, before)
+        passed = old if known else None
+        causes = causes + objects.metadata_problems(obj["metadata"], passed and passed["metadata"]) + \
+            objects.kind_problems(rtype.key, obj, passed)
         for check in self.admission.get(rtype.key, ()):
             causes = causes + check(obj, self._bucket(rtype).get((obj["metadata"].get("namespace", ""), name)))
         if causes:
