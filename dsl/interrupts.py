@@ -1,4 +1,4 @@
-"""SIGINT and SIGTERM → KeyboardInterrupt in the main thread, counted.
+"""SIGINT and SIGTERM → KeyboardInterrupt in the main thread, counted, and never lost.
 
 pytest turns a KeyboardInterrupt into its "interrupted" exit code and still tears fixtures down,
 so the compensations of the running scenario get to run. SIGTERM (a CI job cancelled, `kill`)
@@ -8,24 +8,102 @@ the cleanup tell a first interrupt (clean up, then stop) from a second one durin
 
 A signal the process was started with ignored stays ignored: a shell starts a background job so
 that Ctrl-C at the terminal leaves it running.
+
+Python runs a signal handler between any two bytecodes of the main thread, finalizers included:
+a weakref callback or a `__del__` that happens to be running when Ctrl-C comes gets the
+KeyboardInterrupt, and Python only reports an exception escaping a finalizer (an "unraisable"
+one) and carries on — the run would go on as if no Ctrl-C had come. `catch_lost` hooks that
+report: a KeyboardInterrupt reaching it is raised again, by the same signal sent once more
+from a helper thread, as soon as the main thread is out of the hook.
+That second delivery is not counted as another interrupt.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import signal
+import sys
 import threading
+from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, TypeGuard
 
 _HANDLED = (signal.SIGINT, signal.SIGTERM)
 _count = 0
 _previous: dict[int, Any] = {}
+#: Deliveries of an interrupt that a finalizer swallowed, asked for and not yet made.
+_owed = 0
+_last_signum: int = signal.SIGINT
+_deliverer: _Deliverer | None = None
+
+UnraisableHook = Callable[[Any], object]
 
 
 def _raise(signum: int, frame: FrameType | None) -> None:
-    global _count
-    _count += 1
-    raise KeyboardInterrupt(f"{signal.Signals(signum).name} received")
+    global _count, _owed, _last_signum
+    if _owed:
+        _owed -= 1  # the delivery of one that was lost, not a new interrupt
+    else:
+        _count += 1
+        _last_signum = signum
+    if _inside_the_hook(frame):
+        _owe_a_delivery()  # raised here it would be reported as unraisable and lost again
+        return
+    raise KeyboardInterrupt(f"{signal.Signals(_last_signum).name} received")
+
+
+def _inside_the_hook(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code is _on_unraisable.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _on_unraisable(unraisable: Any, *, before: UnraisableHook) -> None:
+    """sys.unraisablehook while a run is on: an interrupt raised inside a finalizer is delivered
+    again, outside it; anything else goes to the hook that was there before."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _previous:
+        _owe_a_delivery()
+        return
+    before(unraisable)
+
+
+class _Deliverer(threading.Thread):
+    """Sends the main thread the last interrupt once more each time one is owed. It waits to be
+    asked, sends one at a time, and the main thread asks again while it is still in the hook, so
+    the delivery lands as soon as the hook has returned."""
+
+    def __init__(self) -> None:
+        super().__init__(name="stepgraph-interrupt-deliverer", daemon=True)
+        self.asked = threading.Event()
+
+    def run(self) -> None:
+        while True:
+            self.asked.wait()
+            self.asked.clear()
+            # A signal, not _thread.interrupt_main: that only marks the handler due, and a main
+            # thread blocked in a wait would run it when the wait ends; a signal cuts it short.
+            signal.pthread_kill(threading.main_thread().ident or 0, _last_signum)
+
+
+def _owe_a_delivery() -> None:
+    global _owed, _deliverer
+    _owed += 1
+    if _deliverer is None:
+        # Set before starting: a signal handled while the thread starts finds it there.
+        _deliverer = _Deliverer()
+        _deliverer.start()
+    _deliverer.asked.set()
+
+
+def _forget_the_deliverer() -> None:
+    global _deliverer, _owed
+    _deliverer, _owed = None, 0  # a forked child has no such thread, and owes nothing
+
+
+os.register_at_fork(after_in_child=_forget_the_deliverer)
 
 
 def handle_unless_ignored(signum: int, handler: Any) -> Any:
@@ -47,6 +125,18 @@ def install() -> None:
             _previous[signum] = previous
 
 
+def catch_lost() -> None:
+    """Hook the report of exceptions escaping finalizers, so an interrupt raised in one is raised
+    again outside it. Call it once whoever else sets sys.unraisablehook (pytest does, as it is
+    configured) has set it; `uninstall` puts back the hook it wraps."""
+    if _previous and not _is_ours(sys.unraisablehook):
+        sys.unraisablehook = functools.partial(_on_unraisable, before=sys.unraisablehook)
+
+
+def _is_ours(hook: object) -> TypeGuard[functools.partial[None]]:
+    return isinstance(hook, functools.partial) and hook.func is _on_unraisable
+
+
 def uninstall() -> None:
     """Put back the handlers `install` replaced (a run inside a longer-lived process)."""
     global _count
@@ -54,9 +144,10 @@ def uninstall() -> None:
         signal.signal(signum, handler)
     _previous.clear()
     _count = 0
+    if _is_ours(hook := sys.unraisablehook):
+        sys.unraisablehook = hook.keywords["before"]
 
 
 def count() -> int:
     """How many SIGINT/SIGTERM arrived since `install`."""
     return _count
-

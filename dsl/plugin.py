@@ -140,11 +140,16 @@ def pytest_configure(config: pytest.Config) -> None:
 class _InterruptWatch:
     """Marks the run interrupted when pytest sees the KeyboardInterrupt, or ended by pytest.exit
     (pytest calls the same hook for both): from then on pytest tears fixtures down from its
-    session end, where cleanup reports failures instead of raising them."""
+    session end, where cleanup reports failures instead of raising them. It also keeps a Ctrl-C
+    that lands in a finalizer from being lost (`interrupts.catch_lost`)."""
 
     def __init__(self, info: RunInfo, config: pytest.Config) -> None:
         self.info = info
         self.config = config
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        interrupts.catch_lost()  # after pytest set its own sys.unraisablehook, as it is configured
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
