@@ -116,10 +116,10 @@ def handle_unless_ignored(signum: int, handler: Any) -> Any:
 
 def install() -> None:
     """Handle SIGINT and SIGTERM from here on, unless ignored (main thread only; elsewhere a no-op)."""
-    global _count
+    global _count, _owed
     if threading.current_thread() is not threading.main_thread() or _previous:
         return
-    _count = 0
+    _count = _owed = 0
     for signum in _HANDLED:
         if (previous := handle_unless_ignored(signum, _raise)) is not None:
             _previous[signum] = previous
