@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 WORLDS ?= path-b path-b-dcgm path-a path-a-dcgm
 LINKS  := $(VENV)/.linked
 FILES  := build/package-files.txt
-MYPY   := $(BIN)/mypy -p stepgraph.dsl -p stepgraph.steps -p stepgraph.targets -p stepgraph.twin
+MYPY   := $(BIN)/mypy -p stepgraph.command -p stepgraph.dsl -p stepgraph.steps -p stepgraph.targets -p stepgraph.twin
 
 .PHONY: run run-process test test-code test-pytest typecheck wheel-smoke bench clean FORCE
 
@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml setup.py
 
 $(FILES): FORCE
 	@mkdir -p build
-	@git ls-files --cached --others --exclude-standard dsl steps targets twin examples | sort > $@.new
+	@git ls-files --cached --others --exclude-standard command dsl steps targets twin examples | sort > $@.new
 	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
 
 $(LINKS): $(STAMP) $(FILES)

@@ -17,6 +17,7 @@ mypy, pyright and import-linter resolve `stepgraph.*` like the interpreter does.
 from setuptools import find_namespace_packages, setup
 
 FOLDERS = {
+    "command": "stepgraph.command",
     "dsl": "stepgraph.dsl",
     "steps": "stepgraph.steps",
     "targets": "stepgraph.targets",

@@ -1,0 +1,52 @@
+"""The `stepgraph` command interrupted before it has anything to clean up: while the language is
+still being imported, or during a lint. One line and exit 2, never Python's traceback.
+
+Each script sends the process a real SIGINT from inside the import of a module the command needs
+at that moment (a finder on sys.meta_path asked for it first), so the Ctrl-C lands in the window
+every time rather than by chance. The scripts start the command as its console script does.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_CTRL_C_DURING_IMPORT_OF = """
+import signal, sys
+
+module = sys.argv[1]
+
+
+class CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == module:
+            sys.meta_path.remove(self)
+            signal.raise_signal(signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+sys.argv = ["stepgraph", *sys.argv[2:]]
+from stepgraph.command import main
+sys.exit(main())
+"""
+
+
+def test_the_console_script_is_the_interrupt_safe_entry() -> None:
+    (script,) = importlib.metadata.entry_points(group="console_scripts", name="stepgraph")
+    assert script.value == "stepgraph.command:main"
+
+
+@pytest.mark.parametrize("module", [
+    "stepgraph.dsl.registry",  # the language, imported before the command line is read
+    "stepgraph.steps.k8s",  # a step library, which lint loads to check the steps
+])
+def test_a_ctrl_c_before_anything_runs_ends_the_command_with_one_line(module: str) -> None:
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_DURING_IMPORT_OF, module, "lint", "scenarios/demo"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", "stepgraph: interrupted\n")
