@@ -202,3 +202,23 @@ def test_the_parent_of_several_world_runs_imports_every_library_before_it_forks(
 
 def _kept_in(cache: Path) -> list[Path]:
     return list((cache / "stepgraph" / "step-declarations").glob("*.json"))
+
+
+
+def test_a_step_librarys_parameter_models_are_built_when_first_used_not_on_import() -> None:
+    probe = """
+import pydantic
+from stepgraph.dsl import Params
+import stepgraph.steps.k8s as k8s
+models = [m for m in Params.__subclasses__() if m.__module__ == k8s.__name__]
+print(len(models), sum(m.__pydantic_complete__ for m in models), sorted(models[0].model_fields) != [])
+try:
+    models[0].model_validate({})
+except pydantic.ValidationError:
+    pass
+print(models[0].__pydantic_complete__)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    models, built_on_import, fields_known, built_on_use = done.stdout.split() or [""] * 4
+    assert (models.isdigit() and int(models) > 3, built_on_import, fields_known, built_on_use) == (True, "0", "True", "True"), \
+        done.stdout + done.stderr
