@@ -17,6 +17,7 @@ _SETUP = """
 import signal, sys, time, weakref
 from stepgraph.dsl import interrupts
 
+signal.signal(signal.SIGINT, signal.default_int_handler)  # not ignored, however the tests were started
 interrupts.install()
 interrupts.catch_lost()
 
@@ -87,6 +88,8 @@ print(sys.unraisablehook is sys.__unraisablehook__)
 
 
 def test_a_pytest_run_whose_ctrl_c_lands_in_a_finalizer_ends_interrupted(pytester: pytest.Pytester) -> None:
+    # Imported before the run is configured: SIGINT not ignored, however the tests were started.
+    pytester.makeconftest("import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n")
     pytester.makepyfile(test_waits="""
 import signal, time, weakref
 
