@@ -14,9 +14,7 @@ as the interrupt.
 
 from __future__ import annotations
 
-import signal
 import sys
-from types import FrameType
 
 # One identity, as for every package of ours: this folder is stepgraph.command, never `command`.
 if __name__ != "stepgraph.command":
@@ -26,17 +24,21 @@ EXIT_INTERRUPTED = 2
 _received: list[int] = []
 
 
-def _note_and_raise(signum: int, frame: FrameType | None) -> None:
+def _note_and_raise(signum: int, frame: object) -> None:
     _received.append(signum)
     raise KeyboardInterrupt
 
 
 def main() -> int:
-    # Only Python's own handler is replaced: a process started with SIGINT ignored (a shell's
-    # background job) keeps ignoring it, and the run's own handlers take over from this one.
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _note_and_raise)
     try:
+        # Everything, `signal` too (its import takes a few milliseconds), is imported inside the
+        # try: before it only the interpreter's start-up and this file's own loading remain.
+        import signal
+
+        # Only Python's own handler is replaced: a process started with SIGINT ignored (a shell's
+        # background job) keeps ignoring it, and the run's own handlers take over from this one.
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _note_and_raise)
         # pydantic-core imports `datetime` as it initialises, and a Ctrl-C cutting that import short
         # makes it panic, printing Rust's panic message: imported here first, it has nothing to cut.
         import datetime  # noqa: F401
