@@ -249,3 +249,20 @@ def test_errors_name_files_outside_the_working_folder_as_given(
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(["lint", str(bad)], capsys)
     assert out.splitlines()[0].startswith("elsewhere/bad.yaml:3:5: ")
+
+
+def test_the_command_freezes_the_heap_at_exit() -> None:
+    # Its process ends when it returns: the interpreter's last collections of garbage then walk
+    # nothing it made. Registered before the command runs, the probe's handler runs after its.
+    probe = (
+        "import atexit, gc, sys\n"
+        "from stepgraph.command import main\n"
+        "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0))\n"
+        "sys.argv = ['stepgraph', 'lint', sys.argv[1]]\n"
+        "code = main()\n"
+        "print('frozen on return:', gc.get_freeze_count() > 0)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(DEMO)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-2:] == ["frozen on return: False", "frozen at exit: True"]

@@ -1,9 +1,12 @@
 """A run freezes the heap once its scenarios are collected (so that no later collection of garbage
 walks what lives until the end), and still reports every exception a finalizer raises: of garbage
 made before the freeze and of garbage made by a step. No collection of garbage runs while a
-scenario file is compiled; after it, they run as before."""
+scenario file is compiled; after it, they run as before. At exit the heap is frozen again, before
+the interpreter's last collections."""
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
@@ -46,6 +49,8 @@ def test_finalizers_of_garbage_from_before_and_after_the_freeze_are_reported(pyt
 NESTED = """
 import gc
 
+import sys
+
 import pytest
 
 
@@ -75,6 +80,8 @@ def test_a_run_inside_a_test_leaves_the_heap_unfrozen(pytester: pytest.Pytester)
 
 NESTED_IN_A_FROZEN_RUN = """
 import gc
+
+import sys
 
 import pytest
 
@@ -151,3 +158,22 @@ def test_no_collection_of_garbage_runs_while_a_file_is_compiled_and_the_run_keep
     output = result.stdout.str() + result.stderr.str()
     assert "undefined step: 'no step reads this'" in output
     assert f"validated with collection of garbage on: [False, False]; on after collecting: {after}" in output
+
+
+def test_the_heap_is_frozen_at_exit_not_before(pytester: pytest.Pytester) -> None:
+    # The interpreter's last collections of garbage, at exit, then walk nothing a run left; a
+    # process that goes on after its run keeps collecting as before until it exits.
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    probe = """
+import atexit, gc, sys
+import sys
+
+import pytest
+atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0))  # runs after the plugin's
+code = pytest.main(["-q", "-p", "no:cacheprovider", "test_plain.py"])
+print("frozen after the run:", gc.get_freeze_count() > 0)
+sys.exit(int(code))
+"""
+    result = pytester.run(sys.executable, "-c", probe)
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    assert result.stdout.lines[-2:] == ["frozen after the run: False", "frozen at exit: True"]
