@@ -5,11 +5,14 @@ step phrase).
 difflib keeps a candidate whose similarity ratio reaches the cutoff, trying two cheaper upper
 bounds of the ratio first: the lengths, then the letters both hold (as multisets), recounting the
 candidate's letters for each text. Description lines pass both against some phrase and then fail
-the ratio, the costly part. Here each candidate's letters are counted once per set of
-candidates, and a third bound comes before the ratio: the longest common subsequence of the two
-(the blocks the ratio counts are one such subsequence, so the ratio is never above it), found with
-bit-parallel arithmetic on Python integers. The ratio itself is difflib's, and of candidates with
-the same ratio the larger string wins, as in difflib."""
+the ratio, the costly part. Here the letters both hold are counted with one AND of two integers:
+each string's letters are written in unary, every letter in a field of its own as wide as its
+count in the candidate that has most of it (the text's counts cut to that width, as a candidate
+never shares more than it has), so the set bits two strings share are the letters they share,
+counts included. And a third bound comes before the ratio: the longest common subsequence of the
+two (the blocks the ratio counts are one such subsequence, so the ratio is never above it), found
+with bit-parallel arithmetic on Python integers. The ratio itself is difflib's, and of candidates
+with the same ratio the larger string wins, as in difflib."""
 
 from __future__ import annotations
 
@@ -17,14 +20,36 @@ import functools
 from collections import Counter
 from difflib import SequenceMatcher
 
-Letters = tuple[str, int, tuple[str, ...], tuple[int, ...], tuple[int, ...]]
+#: Where each letter's field begins in a set of candidates' unary counts, and how wide it is.
+Fields = dict[str, tuple[int, int]]
 
 
 @functools.lru_cache(maxsize=4)
-def _letters(candidates: tuple[str, ...]) -> tuple[Letters, ...]:
-    """Each candidate, its length, its distinct letters with how often each occurs, and as many zeros."""
+def _letters(candidates: tuple[str, ...]) -> tuple[Fields, tuple[tuple[str, int, int], ...]]:
+    """The letters' fields of a set of candidates, and each candidate with its length and its
+    letters in unary (see the module's text)."""
     counted = [(c, Counter(c)) for c in candidates]
-    return tuple((c, len(c), tuple(n), tuple(n.values()), (0,) * len(n)) for c, n in counted)
+    widths: dict[str, int] = {}
+    for _, counts in counted:
+        for letter, count in counts.items():
+            widths[letter] = max(widths.get(letter, 0), count)
+    fields: Fields = {}
+    start = 0
+    for letter, width in widths.items():
+        fields[letter] = (start, width)
+        start += width
+    return fields, tuple((c, len(c), _unary(counts, fields)) for c, counts in counted)
+
+
+def _unary(counts: Counter[str], fields: Fields) -> int:
+    """`counts` in unary in `fields`: each letter's count (cut to its field) as that many set bits."""
+    bits = 0
+    for letter, count in counts.items():
+        field = fields.get(letter)
+        if field is not None:
+            start, width = field
+            bits |= ((1 << min(count, width)) - 1) << start
+    return bits
 
 
 def common_subsequence_length(a: str, b: str) -> int:
@@ -53,16 +78,19 @@ def _subsequence_length(a: str, masks: dict[str, int], size: int) -> int:
 
 def close_match(text: str, candidates: tuple[str, ...], cutoff: float) -> str | None:
     """The candidate difflib.get_close_matches(text, candidates, n=1, cutoff=cutoff) gives, or None."""
-    counts = Counter(text).get
+    fields, letters = _letters(candidates)
+    unary: int | None = None  # the text's letters, for the quick ratio: made once
     size = len(text)
     best: tuple[float, str] | None = None
     matcher: SequenceMatcher[str] | None = None
     masks: dict[str, int] | None = None  # the text's, for the subsequence bound: made once
-    for candidate, length, letters, numbers, zeros in _letters(candidates):
+    for candidate, length, candidate_unary in letters:
         total = length + size  # (two empty strings are alike: difflib's ratio of them is 1)
         if total and 2.0 * min(length, size) / total < cutoff:  # difflib's real_quick_ratio
             continue
-        if total and 2.0 * sum(map(min, numbers, map(counts, letters, zeros))) / total < cutoff:  # its quick_ratio
+        if unary is None:
+            unary = _unary(Counter(text), fields)
+        if total and 2.0 * (unary & candidate_unary).bit_count() / total < cutoff:  # its quick_ratio
             continue
         if masks is None:
             masks = _masks(text)

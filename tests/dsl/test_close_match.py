@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import difflib
 import random
+from collections import Counter
 
 import pytest
 
 from stepgraph.dsl import REGISTRY
-from stepgraph.dsl.close_match import close_match, common_subsequence_length
+from stepgraph.dsl.close_match import _letters, _unary, close_match, common_subsequence_length
 
 
 def _difflib(text: str, candidates: tuple[str, ...], cutoff: float) -> str | None:
@@ -58,3 +59,15 @@ def test_step_phrases_and_their_misspellings_get_difflib_s_answer() -> None:
     for text in texts:
         for cutoff in (0.5, 0.75):
             assert close_match(text, phrases, cutoff) == _difflib(text, phrases, cutoff), text
+
+
+def test_the_letters_two_strings_share_are_the_set_bits_their_unary_counts_share() -> None:
+    # The quick ratio's numerator, counts included: what difflib's quick_ratio counts letter by letter.
+    rng = random.Random(11)
+    for _ in range(300):
+        candidates = tuple("".join(rng.choice("aab c") for _ in range(rng.randint(0, 10))) for _ in range(rng.randint(1, 6)))
+        text = "".join(rng.choice("aab cd") for _ in range(rng.randint(0, 14)))
+        fields, letters = _letters(candidates)
+        for candidate, _, unary in letters:
+            shared = sum((Counter(text) & Counter(candidate)).values())
+            assert (_unary(Counter(text), fields) & unary).bit_count() == shared, (text, candidate)
