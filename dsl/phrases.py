@@ -144,7 +144,7 @@ class Phrase:
         regex.append(_literal_regex(tail))
         if "{" in "".join(self._literals) or "}" in "".join(self._literals):
             raise PhraseError(f"phrase {text!r}: stray brace — placeholders look like {{field}} or {{field:type}}")
-        self._pattern = "".join(regex).strip()
+        self._pattern = "".join(regex)
         # What every text this phrase reads begins with once squeezed: its first words, up to one
         # holding a quote (inside quotes spaces are kept). Most phrases differ there, so matching a
         # text against every declaration compiles only the few regexes whose beginning it has.
@@ -196,7 +196,7 @@ class Phrase:
             parts = [_literal_regex(self._literals[0])]
             for i, (slot, literal) in enumerate(zip(self.slots, self._literals[1:], strict=True)):
                 parts += [f"({_LOOSE_UNIT if i in units else slot.type.pattern})", _literal_regex(literal)]
-            self._loose = re.compile("".join(parts).strip())
+            self._loose = re.compile("".join(parts))
         m = self._loose.fullmatch(squeeze(text))
         return {self.slots[i].field: m.group(i + 1) for i in units} if m is not None else None
 
@@ -211,11 +211,23 @@ class Phrase:
 
 
 def _literal_regex(literal: str) -> str:
-    words = literal.split()
-    body = r"\s+".join(re.escape(w) for w in words)
-    lead = r"\s*" if literal[:1].isspace() else ""
-    trail = r"\s*" if literal[-1:].isspace() else ""
-    return f"{lead}{body}{trail}" if body else (r"\s*" if literal else "")
+    """The regex of a phrase's words between placeholders, for a `squeeze`d text. There, words
+    are one space apart and a placeholder's value one space or none from a word; single spaces
+    compile and match faster than `\\s+`. Inside quotes `squeeze` keeps every space, so a quoted
+    part of the phrase reads any run of whitespace between its words, as before squeezing."""
+    pieces, quoted = [], False
+    for i, word in enumerate(literal.split()):
+        if i:
+            pieces.append(r"\s+" if quoted else " ")
+        pieces.append(re.escape(word))
+        quoted ^= len(_UNESCAPED_QUOTE.findall(word)) % 2 == 1
+    body = "".join(pieces)
+    lead = " ?" if literal[:1].isspace() else ""
+    trail = (r"\s*" if quoted else " ?") if literal[-1:].isspace() else ""
+    return f"{lead}{body}{trail}" if body else (" ?" if literal else "")
+
+
+_UNESCAPED_QUOTE = re.compile(r'(?<!\\)"')
 
 
 #: The time windows a check may be prefixed with: `within <d>` (comes to hold before the window

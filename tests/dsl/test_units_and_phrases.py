@@ -70,6 +70,14 @@ def test_a_phrase_reads_its_text_however_spaced_and_only_its_own() -> None:
     assert Phrase("{name} is ready").match('"p1"   is ready') == {"name": "p1"}
 
 
+def test_a_quoted_part_of_a_phrase_reads_any_spacing_between_its_words() -> None:
+    # Outside quotes a text's whitespace is squeezed to single spaces; inside, it is kept.
+    phrase = Phrase('the note "a b c d" is on {name}')
+    assert phrase.match('the \t note  "a  b c\td"   is on "p1"') == {"name": "p1"}
+    assert phrase.match('the note "a b c d e" is on "p1"') is None
+    assert Phrase('a "b c" {x}').match('a "b   c""y"') == {"x": "y"}
+
+
 def test_within_prefix_is_split_off() -> None:
     assert split_window("within 2 agent ticks the thing holds") == (Window("within", Duration(2, "tick")), "the thing holds")
     assert split_window("throughout 30 s the thing holds") == (Window("throughout", Duration(30)), "the thing holds")
