@@ -64,6 +64,7 @@ class FleetRun:
         self._jobs: list[str] = []
         self.cleaned: list[str] = []  # what the last cleanup removed, one phrase per kind
         self._cleaning = False
+        self._waiting = False  # in the pause between two polls: where an interrupt is raised
         self._signals: list[int] = []
 
     # -- the run ----------------------------------------------------------------------------
@@ -96,16 +97,22 @@ class FleetRun:
     def _signals_handled(self) -> Iterator[None]:
         """SIGINT and SIGTERM interrupt the run (KeyboardInterrupt) — except while it cleans up,
         when they are only noted and said: stopping half-way would leave objects behind. Signal
-        handlers belong to the main thread; elsewhere the process's own handling stays."""
+        handlers belong to the main thread; elsewhere the process's own handling stays.
+
+        The interrupt is raised in the pause between two polls (`_pause`), at once if the run is
+        pausing, else as the next pause begins (a poll later at most): raised inside a request
+        to the cluster it could leave the client's connection pool with its lock taken for good,
+        and the clean-up's first request would then wait for it forever."""
         if threading.current_thread() is not threading.main_thread():
             yield
             return
 
         def handle(signum: int, _frame: object) -> None:
             self._signals.append(signum)
-            if not self._cleaning:
+            if self._cleaning:
+                self.log("stepgraph fleet: still cleaning up — the Jobs, pods and namespaces go first")
+            elif self._waiting:
                 raise KeyboardInterrupt
-            self.log("stepgraph fleet: still cleaning up — the Jobs, pods and namespaces go first")
 
         previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -135,7 +142,18 @@ class FleetRun:
                         outcome.reason = f"no result within {self.settings.timeout_s:.0f} s (runner pod {phase})"
                         self._report(outcome)
                 return
-            self.sleep(self.settings.poll_s)
+            self._pause(self.settings.poll_s)
+
+    def _pause(self, seconds: float) -> None:
+        """The wait before the next poll: an interrupt noted since the run began is raised here,
+        and one that comes during the wait ends it at once (see `_signals_handled`)."""
+        self._waiting = True
+        try:
+            if self._signals:
+                raise KeyboardInterrupt
+            self.sleep(seconds)
+        finally:
+            self._waiting = False
 
     def _judge(self, node: str, pod: Any, elapsed: float) -> tuple[dict | None, str | None]:
         late = elapsed >= self.settings.schedule_timeout_s

@@ -181,6 +181,26 @@ def test_ctrl_c_deletes_the_jobs_and_their_pods(real_twin, tmp_path):
     assert fleet.cleaned == ["3 Job(s) and their runner pods", "3 runner namespace(s)"]
 
 
+def test_a_ctrl_c_during_a_request_is_raised_as_the_next_pause_begins(real_twin):
+    # Raised inside a request it could leave the client's connection pool locked for good, and the
+    # clean-up's first request would wait forever: seen once as a fleet run that never ended.
+    import os
+    import signal
+
+    from stepgraph.targets.fleet.run import FleetRun, FleetSettings
+
+    fleet = FleetRun(real_twin.api_client(), FleetSettings(NS, "stepgraph-runner:test", [], service_account="default"))
+    with fleet._signals_handled():
+        try:
+            os.kill(os.getpid(), signal.SIGINT)  # handled here, as it would be in a request: not pausing
+            raised_at_once = False
+        except KeyboardInterrupt:
+            raised_at_once = True
+        assert not raised_at_once and fleet._signals == [signal.SIGINT]
+        with pytest.raises(KeyboardInterrupt):
+            fleet._pause(600)  # raised as it begins, not after the wait
+
+
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer"])  # the in-cluster config sends "bearer"
 def test_a_runner_may_read_its_own_namespace_and_no_other(twin, scheme):
     api = twin.api_client()
@@ -222,7 +242,11 @@ def _nothing_left(twin):
 @pytest.mark.parametrize("when", ["at once", "while waiting", "twice, the second while cleaning up"])
 def test_ctrl_c_at_any_moment_leaves_nothing_and_says_what_it_removed(real_twin, tmp_path, when):
     import signal
+    import threading
     run = _fleet_process(real_twin, tmp_path)
+    # A run that hangs fails this test (its output ends) instead of hanging the suite.
+    watchdog = threading.Timer(150, run.kill)
+    watchdog.start()
     try:
         if when != "at once":
             for line in run.stdout:  # the Jobs are in: the run is waiting for them
@@ -236,6 +260,7 @@ def test_ctrl_c_at_any_moment_leaves_nothing_and_says_what_it_removed(real_twin,
             run.send_signal(signal.SIGINT)
         _, err = run.communicate(timeout=180)
     finally:
+        watchdog.cancel()
         run.kill()
         run.wait()
     # The signal may come while the interpreter starts, before our code runs: it dies of it, or,
