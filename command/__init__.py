@@ -42,10 +42,13 @@ def main() -> int:
         # does not promise at exit. Registered first, this runs after every other exit handler.
         atexit.register(gc.freeze)
 
-        # Only Python's own handler is replaced: a process started with SIGINT ignored (a shell's
+        # Only Python's own handling is replaced: a process started with SIGINT ignored (a shell's
         # background job) keeps ignoring it, and the run's own handlers take over from this one.
+        # SIGTERM (a CI job cancelled, `kill`) interrupts the command as Ctrl-C does.
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _note_and_raise)
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _note_and_raise)
         # pydantic-core imports `datetime` as it initialises, and a Ctrl-C cutting that import short
         # makes it panic, printing Rust's panic message: imported here first, it has nothing to cut.
         import datetime  # noqa: F401

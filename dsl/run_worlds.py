@@ -31,6 +31,10 @@ from typing import NoReturn
 
 from .interrupts import handle_unless_ignored
 
+#: What interrupts a run: Ctrl-C, and SIGTERM (a CI job cancelled, `kill`), which every process of
+#: the run takes as a Ctrl-C.
+_STOP = {signal.SIGINT, signal.SIGTERM}
+
 # The reports (merging, the trace's templates) are imported by `run_worlds` once the worlds are
 # under way: the process serving them, forked before then, needs only the design-doc parser, which
 # every world's run reads its requirement ids with (its preload imports that one).
@@ -105,9 +109,25 @@ def run_worlds(worlds: Sequence[str], paths: Sequence[str], pytest_args: Sequenc
 
     One child process serves the worlds (`_serve`): it imports once, then forks a process per
     world, at most `jobs` at a time, the next as soon as one ends. On Ctrl-C every process gets
-    the same SIGINT: the worlds running run their own teardown, no further world starts, and the
-    waits below outlive them, so an interrupted run leaves no twin or child behind.
+    the same SIGINT (on a cancel, the same SIGTERM): the worlds running run their own teardown, no
+    further world starts, and the waits below outlive them, so an interrupted run leaves no twin
+    or child behind and still prints what each world undid.
     """
+    # A caller that leaves SIGTERM to the system (a script) would die of it here, the worlds' output
+    # unprinted: meanwhile it raises KeyboardInterrupt, as Ctrl-C does.
+    terminate = signal.getsignal(signal.SIGTERM)
+    takes_term = terminate is signal.SIG_DFL and threading.current_thread() is threading.main_thread()
+    if takes_term:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return _run_worlds(worlds, paths, pytest_args, out, trace, jobs)
+    finally:
+        if takes_term:
+            signal.signal(signal.SIGTERM, terminate)
+
+
+def _run_worlds(worlds: Sequence[str], paths: Sequence[str], pytest_args: Sequence[str], out: Path,
+                trace: TraceSettings, jobs: int) -> int:
     started_at, started = datetime.now(UTC), time.perf_counter()
     runs = [WorldRun(w, out / "worlds" / folder_name(w)) for w in worlds]
     for run in runs:  # a file from an earlier run must not pass for this one's, even if a world never starts
@@ -119,7 +139,7 @@ def run_worlds(worlds: Sequence[str], paths: Sequence[str], pytest_args: Sequenc
     baseline: Path | None = None
     ahead = None
     try:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # held back by _start_server
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP)  # held back by _start_server
         # While the server imports what the worlds need (on one core), this process loads and
         # compiles what it will need to merge and report, and reads what the trace reads besides
         # this run's results (documents, lock, expectations, baseline), instead of after the last world.
@@ -189,21 +209,21 @@ class _Forked:
 def _start_server(spec: dict) -> subprocess.Popen | _Forked:
     """The server: forked from this process when it is the `stepgraph` command itself (one thread,
     no pytest loaded), so it starts with the language already imported (0.3 s less before the first
-    world), and returning with SIGINT blocked here (the caller unblocks it); from any other process
-    (a test calling the CLI in-process), whose fork would copy its other threads' locks, pytest's
-    capture of the standard streams and its import hooks, a fresh interpreter (`python -m` this
-    module)."""
+    world), and returning with SIGINT and SIGTERM blocked here (the caller unblocks them); from any
+    other process (a test calling the CLI in-process), whose fork would copy its other threads'
+    locks, pytest's capture of the standard streams and its import hooks, a fresh interpreter
+    (`python -m` this module)."""
     if threading.active_count() > 1 or "_pytest" in sys.modules:
         return subprocess.Popen([sys.executable, "-m", __name__, json.dumps(spec)])
     sys.stdout.flush()
     sys.stderr.flush()
     # Held back in both processes: the server unblocks it once it has its own handler, this one
     # inside the caller's try, so a Ctrl-C during the fork is an interrupt like any later one.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)
     try:
         pid = os.fork()
     except BaseException:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP)
         raise
     if pid == 0:
         code = 1
@@ -226,8 +246,9 @@ def _serve(spec: dict) -> int:
     # Ctrl-C reaches every process of the run: the worlds running stop on their own; this one
     # only stops starting more and waits for them. A run started with SIGINT ignored (a shell's
     # background job) keeps ignoring it in every process, as its first process does.
-    handle_unless_ignored(signal.SIGINT, lambda *_: interrupted.append(True))
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by a parent that forked this one
+    for signum in _STOP:
+        handle_unless_ignored(signum, lambda *_: interrupted.append(True))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP)  # blocked by a parent that forked this one
     _preload(pytest_args)
     # Everything imported so far lives as long as the processes do: frozen, it is never traversed
     # again by a collection, here or in the forked worlds (each of which collects at its end).
@@ -239,15 +260,15 @@ def _serve(spec: dict) -> int:
     while running or (pending and not interrupted):
         while pending and len(running) < spec["jobs"] and not interrupted:
             run = pending.popleft()
-            # A SIGINT between the fork and the world's own handler would be lost on the world:
+            # A SIGINT or SIGTERM between the fork and the world's own handler would be lost on the world:
             # held back until the child has set it (the parent's too, so none is dropped).
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            signal.pthread_sigmask(signal.SIG_BLOCK, _STOP)
             try:
                 pid = os.fork()
                 if pid == 0:
                     _world_process(run, paths, pytest_args)
             finally:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP)
             running[pid] = run
         pid, status = os.wait()
         running.pop(pid)
@@ -262,8 +283,9 @@ def _world_process(run: WorldRun, paths: Sequence[str], pytest_args: Sequence[st
     code = 1
     try:
         # A Ctrl-C held back since the fork arrives as soon as it is unblocked: inside the try.
-        handle_unless_ignored(signal.SIGINT, signal.default_int_handler)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        for signum in _STOP:
+            handle_unless_ignored(signum, signal.default_int_handler)  # either raises KeyboardInterrupt
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP)
         code = run.run_here(paths, pytest_args)
     except KeyboardInterrupt:  # before pytest's session began (pytest itself handles it after)
         print(f"stepgraph run: world {run.world}: interrupted before its run began", file=sys.stderr)

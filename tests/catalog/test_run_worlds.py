@@ -75,7 +75,9 @@ def _wait_until_the_first_world_collects(run: subprocess.Popen[str], out: Path) 
         time.sleep(0.05)
 
 
-def test_ctrl_c_ends_the_world_running_and_starts_no_other(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_ends_the_world_running_and_starts_no_other(tmp_path: Path, signum: int) -> None:
+    # SIGTERM is what a cancelled CI job sends: the run takes it as a Ctrl-C, in every process.
     out = tmp_path / "reports"
     stepgraph = Path(sys.executable).with_name("stepgraph")
     # On the real clock path-b's scenarios wait a 15 s agent tick: it is still running at the Ctrl-C.
@@ -87,10 +89,11 @@ def test_ctrl_c_ends_the_world_running_and_starts_no_other(tmp_path: Path) -> No
     # rather than starting another interpreter.
     (server,) = Path(f"/proc/{run.pid}/task/{run.pid}/children").read_text().split()
     assert Path(f"/proc/{server}/cmdline").read_bytes() == Path(f"/proc/{run.pid}/cmdline").read_bytes()
-    os.killpg(run.pid, signal.SIGINT)  # as Ctrl-C does: every process of the run gets it
+    os.killpg(run.pid, signum)  # as Ctrl-C does: every process of the run gets it
     printed, errors = run.communicate(timeout=120)
     assert run.returncode == 2, printed[-3000:] + errors[-3000:]
     assert "world path-a: not started" in printed and "Traceback" not in printed + errors
+    assert "world path-b: exit 2" in printed and "stepgraph cleanup: undone: " in printed  # what it undid, printed
     assert "stepgraph run: interrupted — no merged results or trace written" in errors
     assert not (out / "worlds" / "path-a" / "output.txt").exists() and not (out / "results.json").exists()
     with pytest.raises(ProcessLookupError):
@@ -113,37 +116,42 @@ def test_a_run_started_with_sigint_ignored_ignores_it_in_every_process(tmp_path:
     assert {r["world"] for r in json.loads((out / "results.json").read_text())["scenarios"]} == {"path-a", "path-b"}
 
 
-# A Ctrl-C held back across a fork (blocked, pending) arrives the moment the process unblocks it.
-# Each script below starts in that state, so the window is hit every time rather than by chance.
-_PENDING_CTRL_C = """
+# A Ctrl-C (or SIGTERM) held back across a fork (blocked, pending) arrives the moment the process
+# unblocks it. Each script below starts in that state, so the window is hit every time rather than
+# by chance.
+_PENDING = """
 import os, signal, sys
-signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-os.kill(os.getpid(), signal.SIGINT)
+signum = getattr(signal, sys.argv[2])
+signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
+os.kill(os.getpid(), signum)
 """
+SIGNALS = pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
 
 
-def _python(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", _PENDING_CTRL_C + script, str(tmp_path)], cwd=ROOT,
+def _python(script: str, tmp_path: Path, signal_name: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _PENDING + script, str(tmp_path), signal_name], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
 
 
-def test_a_ctrl_c_as_a_world_is_forked_ends_that_world_saying_so(tmp_path: Path) -> None:
+@SIGNALS
+def test_a_ctrl_c_as_a_world_is_forked_ends_that_world_saying_so(tmp_path: Path, signal_name: str) -> None:
     done = _python("""
 from pathlib import Path
 from stepgraph.dsl.run_worlds import WorldRun, _world_process
 _world_process(WorldRun("path-b", Path(sys.argv[1]) / "path-b"), ["scenarios/demo"], ["-q"])
-""", tmp_path)
+""", tmp_path, signal_name)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr == "stepgraph run: world path-b: interrupted before its run began\n"
     assert (tmp_path / "path-b" / "exit-code").read_text() == "2"  # reported as "exit 2", not "not started"
 
 
-def test_a_ctrl_c_as_the_server_is_forked_is_an_interrupt_of_the_run(tmp_path: Path) -> None:
+@SIGNALS
+def test_a_ctrl_c_as_the_server_is_forked_is_an_interrupt_of_the_run(tmp_path: Path, signal_name: str) -> None:
     done = _python("""
 from pathlib import Path
 from stepgraph.dsl.run_worlds import TraceSettings, run_worlds
 sys.exit(run_worlds(["path-b"], ["scenarios/demo"], ["-q"], Path(sys.argv[1]), TraceSettings(design=[])))
-""", tmp_path)
+""", tmp_path, signal_name)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert "stepgraph run: interrupted — no merged results or trace written" in done.stderr

@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 _CTRL_C_DURING_IMPORT_OF = """
 import signal, sys
 
-module, turned_into = sys.argv[1], sys.argv[2]
+module, turned_into, signum = sys.argv[1], sys.argv[2], getattr(signal, sys.argv[3])
 signal.signal(signal.SIGINT, signal.default_int_handler)  # not ignored, however the tests were started
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 class CtrlC:
@@ -29,7 +30,7 @@ class CtrlC:
         if name == module:
             sys.meta_path.remove(self)
             try:
-                signal.raise_signal(signal.SIGINT)
+                signal.raise_signal(signum)
             except KeyboardInterrupt:
                 if turned_into == "KeyboardInterrupt":
                     raise
@@ -38,7 +39,7 @@ class CtrlC:
 
 
 sys.meta_path.insert(0, CtrlC())
-sys.argv = ["stepgraph", *sys.argv[3:]]
+sys.argv = ["stepgraph", *sys.argv[4:]]
 from stepgraph.command import main
 sys.exit(main())
 """
@@ -49,15 +50,16 @@ def test_the_console_script_is_the_interrupt_safe_entry() -> None:
     assert script.value == "stepgraph.command:main"
 
 
-@pytest.mark.parametrize(("module", "turned_into"), [
-    ("stepgraph.dsl.registry", "KeyboardInterrupt"),  # the language, imported before the command line is read
-    ("stepgraph.steps.k8s", "KeyboardInterrupt"),  # a step library, which lint loads to check the steps
+@pytest.mark.parametrize(("module", "turned_into", "signal_name"), [
+    ("stepgraph.dsl.registry", "KeyboardInterrupt", "SIGINT"),  # the language, imported before the command line is read
+    ("stepgraph.steps.k8s", "KeyboardInterrupt", "SIGINT"),  # a step library, which lint loads to check the steps
     # What pydantic-core imports as it initialises: cut short there, the interrupt would come out
     # as a pyo3 panic, its Rust message printed, had the command not imported it first.
-    ("datetime", "KeyboardInterrupt"),
-    ("stepgraph.dsl.registry", "ImportError"),  # code that turns the interrupt into an error of its own
+    ("datetime", "KeyboardInterrupt", "SIGINT"),
+    ("stepgraph.dsl.registry", "ImportError", "SIGINT"),  # code that turns the interrupt into an error of its own
+    ("stepgraph.steps.k8s", "KeyboardInterrupt", "SIGTERM"),  # a cancelled CI job: taken as a Ctrl-C
 ])
-def test_a_ctrl_c_before_anything_runs_ends_the_command_with_one_line(module: str, turned_into: str) -> None:
-    done = subprocess.run([sys.executable, "-c", _CTRL_C_DURING_IMPORT_OF, module, turned_into, "lint", "scenarios/demo"],
+def test_a_ctrl_c_before_anything_runs_ends_the_command_with_one_line(module: str, turned_into: str, signal_name: str) -> None:
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_DURING_IMPORT_OF, module, turned_into, signal_name, "lint", "scenarios/demo"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout, done.stderr) == (2, "", "stepgraph: interrupted\n")
