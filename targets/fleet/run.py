@@ -235,15 +235,16 @@ class FleetRun:
     def cleanup(self) -> None:
         """Delete this run's Jobs and pods (and await them), then its namespaces (and await them),
         then the RBAC objects it created; `cleaned` says what was removed. A Ctrl-C or SIGTERM
-        meanwhile is noted and raised once it is done: stopping half-way would leave objects."""
-        self._cleaning, noted = True, len(self._signals)
+        meanwhile is noted and raised once it is done: stopping half-way would leave objects. So is
+        one noted before that no pause raised (the run ended before its next poll)."""
+        self._cleaning = True
         if self._jobs or self._namespaces or self._created_rbac:
             self.log(f"stepgraph fleet: run {self.run_id}: removing its Jobs, pods, namespaces and RBAC")
         try:
             self._cleanup()
         finally:
             self._cleaning = False
-        if len(self._signals) > noted:
+        if self._signals:
             raise KeyboardInterrupt
 
     def _cleanup(self) -> None:

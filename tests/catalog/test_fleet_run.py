@@ -201,6 +201,21 @@ def test_a_ctrl_c_during_a_request_is_raised_as_the_next_pause_begins(real_twin)
             fleet._pause(600)  # raised as it begins, not after the wait
 
 
+def test_a_ctrl_c_no_pause_raised_is_raised_once_the_run_has_cleaned_up(real_twin):
+    # A run whose nodes all report before its next poll ends without a pause: the Ctrl-C noted
+    # during one of its requests must still end it as interrupted, after the clean-up.
+    import os
+    import signal
+
+    from stepgraph.targets.fleet.run import FleetRun, FleetSettings
+
+    fleet = FleetRun(real_twin.api_client(), FleetSettings(NS, "stepgraph-runner:test", [], service_account="default"))
+    with fleet._signals_handled():
+        os.kill(os.getpid(), signal.SIGINT)  # noted, not raised: the run is not pausing
+        with pytest.raises(KeyboardInterrupt):
+            fleet.cleanup()
+
+
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer"])  # the in-cluster config sends "bearer"
 def test_a_runner_may_read_its_own_namespace_and_no_other(twin, scheme):
     api = twin.api_client()
