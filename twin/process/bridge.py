@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import socketserver
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -75,17 +74,28 @@ class ViewBridge:
         self._open: set[socket.socket] = set()
         self.calls = 0  # requests answered, all containers (the benchmark reads it)
         self._lock = threading.Lock()
-        bridge = self
-
-        class Handler(socketserver.StreamRequestHandler):
-            def handle(self) -> None:
-                bridge._serve(self.connection, self.rfile, self.wfile)
-
-        self._server = socketserver.ThreadingUnixStreamServer(str(self.path), Handler)
-        self._server.daemon_threads = True
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(self.path))
         os.chmod(self.path, 0o600)  # only this user's processes may speak for a container
-        self._thread = threading.Thread(target=self._server.serve_forever, name="twin-view-bridge", daemon=True)
+        self._listener.listen(64)
+        self._thread = threading.Thread(target=self._accept, name="twin-view-bridge", daemon=True)
         self._thread.start()
+
+    def _accept(self) -> None:
+        """One thread per connection, until `close` shuts the listening socket down.
+
+        A blocking accept, not a server loop that polls for its stop: the shutdown wakes it at
+        once (a twin with a process container stops in milliseconds, not at the next poll)."""
+        while True:
+            try:
+                sock, _ = self._listener.accept()
+            except OSError:
+                return  # shut down by close()
+            threading.Thread(target=self._connection, args=(sock,), name="twin-view-connection", daemon=True).start()
+
+    def _connection(self, sock: socket.socket) -> None:
+        with sock, sock.makefile("rb") as rfile:
+            self._serve(sock, rfile)
 
     def register(self, token: str, endpoints: ContainerEndpoints) -> None:
         with self._lock:
@@ -96,19 +106,19 @@ class ViewBridge:
             self._containers.pop(token, None)
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept: no new connection
+        self._thread.join(timeout=5)
+        self._listener.close()
         with self._lock:
             for conn in list(self._open):
                 try:
                     conn.shutdown(socket.SHUT_RDWR)  # wakes the handler thread blocked in readline
                 except OSError:
                     pass  # the child already closed its end
-        self._thread.join(timeout=5)
         self.path.unlink(missing_ok=True)
 
     # -- one connection ------------------------------------------------------------------------
-    def _serve(self, sock: socket.socket, rfile: Any, wfile: Any) -> None:
+    def _serve(self, sock: socket.socket, rfile: Any) -> None:
         with self._lock:
             self._open.add(sock)
         conn: _Connection | None = None
@@ -117,9 +127,9 @@ class ViewBridge:
             with self._lock:
                 endpoints = self._containers.get(first[1]) if first[0] == "hello" and len(first) == 2 else None
             if endpoints is None:
-                wfile.write(b"-1\tunknown container\n")
+                sock.sendall(b"-1\tunknown container\n")
                 return
-            wfile.write(b"0\n")
+            sock.sendall(b"0\n")
             conn = _Connection(endpoints)
             for raw in rfile:
                 fields = raw.decode().rstrip("\n").split("\t")
@@ -127,8 +137,7 @@ class ViewBridge:
                     if first[1] not in self._containers:  # the container ended: its processes lose the node
                         return
                     self.calls += 1
-                wfile.write(("\t".join(_answer(conn, fields)) + "\n").encode())
-                wfile.flush()
+                sock.sendall(("\t".join(_answer(conn, fields)) + "\n").encode())
         except (BrokenPipeError, ConnectionResetError):
             pass  # the child exited mid-call; nothing to answer
         finally:
