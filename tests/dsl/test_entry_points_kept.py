@@ -109,7 +109,7 @@ from pydantic.plugin import _loader
 looked = []
 original = _loader.entry_points
 _loader.entry_points = lambda **kw: looked.append(kw) or original(**kw)  # pydantic's own look-up
-import stepgraph.dsl
+from stepgraph.dsl import Params  # as a step library begins
 from pydantic import BaseModel
 
 

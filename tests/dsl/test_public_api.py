@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -31,6 +33,22 @@ def test_all_lists_exactly_the_public_names() -> None:
         "multiset_equal",
     ):
         assert needed in dsl.__all__
+
+
+LAZY = """
+import sys
+import stepgraph.dsl as dsl
+print("pydantic" in sys.modules)
+import stepgraph.dsl.eventually  # the module of the same name as the function
+print(dsl.eventually is sys.modules["stepgraph.dsl.eventually"].eventually, dsl.Params.__module__)
+"""
+
+
+def test_the_package_loads_a_name_when_it_is_first_used() -> None:
+    # The console script's interrupt handling imports one module of the package: the package itself
+    # must not bring the API, and pydantic behind it, along.
+    done = subprocess.run([sys.executable, "-c", LAZY], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.split() == ["False", "True", "stepgraph.dsl.registry"]
 
 
 class Cap(Params):
