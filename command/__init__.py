@@ -8,8 +8,9 @@ reports an interrupt itself before returning; this only catches what is left.
 
 An interrupt does not always arrive as a KeyboardInterrupt: code it lands in may turn it into an
 error of its own (a compiled extension whose import it cuts short fails with an ImportError or a
-panic). So the command notes every Ctrl-C it receives, and whatever ends it after one is reported
-as the interrupt.
+panic). So the command counts every Ctrl-C it receives, and whatever ends it after one is reported
+as the interrupt. And one that lands in a finalizer (the import machinery runs weakref callbacks),
+which Python only reports before going on, is raised again (`stepgraph.dsl.interrupts`).
 """
 
 from __future__ import annotations
@@ -21,12 +22,11 @@ if __name__ != "stepgraph.command":
     raise ImportError(f"command/ is the package stepgraph.command; import it by that name, not as {__name__!r}")
 
 EXIT_INTERRUPTED = 2
-_received: list[int] = []
+_noted: list[int] = []
 
 
-def _note_and_raise(signum: int, frame: object) -> None:
-    _received.append(signum)
-    raise KeyboardInterrupt
+def _note(signum: int, frame: object) -> None:
+    _noted.append(signum)
 
 
 def main() -> int:
@@ -37,18 +37,29 @@ def main() -> int:
         import gc
         import signal
 
+        # Until the handling below is in place (its import takes a few tens of milliseconds) an
+        # interrupt is only noted: raised, it could land in a finalizer of the import machinery,
+        # which Python would report and go on. A process started with SIGINT ignored (a shell's
+        # background job) keeps ignoring it.
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _note)
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _note)
+
         # The command's process ends when it returns: the interpreter's last collections of
         # garbage would walk all it imported (a tenth of a lint's time) to run finalizers Python
         # does not promise at exit. Registered first, this runs after every other exit handler.
         atexit.register(gc.freeze)
 
-        # Only Python's own handling is replaced: a process started with SIGINT ignored (a shell's
-        # background job) keeps ignoring it, and the run's own handlers take over from this one.
-        # SIGTERM (a CI job cancelled, `kill`) interrupts the command as Ctrl-C does.
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            signal.signal(signal.SIGINT, _note_and_raise)
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _note_and_raise)
+        # From here on SIGINT and SIGTERM (a CI job cancelled, `kill`) raise KeyboardInterrupt,
+        # and one that lands in a finalizer is raised again outside it. The runs the command
+        # starts nest their handling in this one.
+        from stepgraph.dsl import interrupts
+
+        interrupts.install()
+        interrupts.catch_lost()
+        if _noted:
+            raise KeyboardInterrupt
         # pydantic-core imports `datetime` as it initialises, and a Ctrl-C cutting that import short
         # makes it panic, printing Rust's panic message: imported here first, it has nothing to cut.
         import datetime  # noqa: F401
@@ -57,7 +68,13 @@ def main() -> int:
 
         return stepgraph()
     except BaseException as ended:
-        if not isinstance(ended, KeyboardInterrupt) and not _received:
+        if not isinstance(ended, KeyboardInterrupt) and not _interrupted():
             raise
         print("stepgraph: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _interrupted() -> bool:
+    """Whether an interrupt came: one landing in an import may surface as another error."""
+    interrupts = sys.modules.get("stepgraph.dsl.interrupts")
+    return bool(_noted) or (interrupts is not None and interrupts.count() > 0)  # type: ignore[attr-defined]

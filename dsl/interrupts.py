@@ -32,6 +32,12 @@ from typing import Any, TypeGuard
 _HANDLED = (signal.SIGINT, signal.SIGTERM)
 _count = 0
 _previous: dict[int, Any] = {}
+#: `install` calls not yet undone by `uninstall`: runs nested in a process that handles interrupts.
+_depth = 0
+#: The counts of the installs a nested one is inside, as they were when it began.
+_counted_outside: list[int] = []
+#: The depths whose `catch_lost` wrapped sys.unraisablehook: each `uninstall` unwraps its own.
+_wrapped_at: list[int] = []
 #: Deliveries of an interrupt that a finalizer swallowed, asked for and not yet made.
 _owed = 0
 _last_signum: int = signal.SIGINT
@@ -64,7 +70,7 @@ def _inside_the_hook(frame: FrameType | None) -> bool:
 def _on_unraisable(unraisable: Any, *, before: UnraisableHook) -> None:
     """sys.unraisablehook while a run is on: an interrupt raised inside a finalizer is delivered
     again, outside it; anything else goes to the hook that was there before."""
-    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _previous:
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _depth:
         _owe_a_delivery()
         return
     before(unraisable)
@@ -115,11 +121,21 @@ def handle_unless_ignored(signum: int, handler: Any) -> Any:
 
 
 def install() -> None:
-    """Handle SIGINT and SIGTERM from here on, unless ignored (main thread only; elsewhere a no-op)."""
-    global _count, _owed
-    if threading.current_thread() is not threading.main_thread() or _previous:
+    """Handle SIGINT and SIGTERM from here on, unless ignored (main thread only; elsewhere a no-op).
+
+    Installs nest: a run inside a process that handles them already (the `stepgraph` command, a
+    test suite running pytest in-process) keeps that handling, and only the outermost `uninstall`
+    puts back what was there before. Each counts its own interrupts, from zero, and the outer
+    count is back when the nested run ends."""
+    global _count, _owed, _depth
+    if threading.current_thread() is not threading.main_thread():
         return
-    _count = _owed = 0
+    _depth += 1
+    _counted_outside.append(_count)
+    _count = 0
+    if _depth > 1:
+        return
+    _owed = 0
     for signum in _HANDLED:
         if (previous := handle_unless_ignored(signum, _raise)) is not None:
             _previous[signum] = previous
@@ -129,8 +145,9 @@ def catch_lost() -> None:
     """Hook the report of exceptions escaping finalizers, so an interrupt raised in one is raised
     again outside it. Call it once whoever else sets sys.unraisablehook (pytest does, as it is
     configured) has set it; `uninstall` puts back the hook it wraps."""
-    if _previous and not _is_ours(sys.unraisablehook):
+    if _depth and not _is_ours(sys.unraisablehook):
         sys.unraisablehook = functools.partial(_on_unraisable, before=sys.unraisablehook)
+        _wrapped_at.append(_depth)
 
 
 def _is_ours(hook: object) -> TypeGuard[functools.partial[None]]:
@@ -138,16 +155,25 @@ def _is_ours(hook: object) -> TypeGuard[functools.partial[None]]:
 
 
 def uninstall() -> None:
-    """Put back the handlers `install` replaced (a run inside a longer-lived process)."""
-    global _count
+    """Undo one `install` (a run inside a longer-lived process): the hook its run wrapped is put
+    back, and with the outermost, the handlers it replaced."""
+    global _count, _depth
+    if threading.current_thread() is not threading.main_thread() or not _depth:
+        return
+    if _wrapped_at and _wrapped_at[-1] == _depth:
+        _wrapped_at.pop()
+        if _is_ours(hook := sys.unraisablehook):
+            sys.unraisablehook = hook.keywords["before"]
+    _depth -= 1
+    _count = _counted_outside.pop()  # the outer run's own count: a nested run handles its interrupts
+    if _depth:
+        return
     for signum, handler in _previous.items():
         signal.signal(signum, handler)
     _previous.clear()
     _count = 0
-    if _is_ours(hook := sys.unraisablehook):
-        sys.unraisablehook = hook.keywords["before"]
 
 
 def count() -> int:
-    """How many SIGINT/SIGTERM arrived since `install`."""
+    """How many SIGINT/SIGTERM arrived since the innermost `install`."""
     return _count

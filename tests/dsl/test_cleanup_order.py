@@ -120,6 +120,7 @@ def test_a_compensation_cut_short_by_a_first_ctrl_c_runs_again_and_the_rest_foll
 
 
 def test_sigterm_is_a_ctrl_c() -> None:
+    before = signal.getsignal(signal.SIGTERM)  # this test session's handling (a run nests in it)
     interrupts.install()
     try:
         with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
@@ -127,7 +128,7 @@ def test_sigterm_is_a_ctrl_c() -> None:
         assert interrupts.count() == 1
     finally:
         interrupts.uninstall()
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_a_signal_the_process_ignores_stays_ignored() -> None:

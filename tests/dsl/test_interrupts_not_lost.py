@@ -87,6 +87,25 @@ print(sys.unraisablehook is sys.__unraisablehook__)
     assert (done.stdout, done.stderr) == ("True\n", "")
 
 
+def test_a_run_nested_in_a_process_that_handles_interrupts_leaves_that_handling_in_place() -> None:
+    # The `stepgraph` command installs first; the pytest run it starts installs and uninstalls inside.
+    done = _run("""
+outer_hook = sys.unraisablehook
+sys.unraisablehook = lambda unraisable: None  # the run's pytest sets a hook of its own
+interrupts.install()
+interrupts.catch_lost()
+interrupts.uninstall()  # the run is over
+sys.unraisablehook = outer_hook  # pytest puts back the one it found
+print(signal.getsignal(signal.SIGINT).__name__, sys.unraisablehook is outer_hook)
+ctrl_c_in_a_finalizer()
+wait_for_the_interrupt()
+interrupts.uninstall()  # the command's
+print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, sys.unraisablehook is sys.__unraisablehook__)
+""")
+    assert done.stdout == "_raise True\ninterrupted: SIGINT received; interrupts counted: 1\nTrue True\n", done.stderr
+    assert done.stderr == ""
+
+
 def test_a_pytest_run_whose_ctrl_c_lands_in_a_finalizer_ends_interrupted(pytester: pytest.Pytester) -> None:
     # Imported before the run is configured: SIGINT not ignored, however the tests were started.
     pytester.makeconftest("import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n")
