@@ -230,7 +230,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     _runs_configured -= 1
     interrupts.uninstall()
     info = config.stash.get(RUN_INFO, None)
-    if info is not None and info.starting:  # a run that started a target (or began to): say what it cleaned up
+    # A run that started a target (or began to) says what it cleaned up; so does an interrupted
+    # one that had not begun to: the operator who pressed Ctrl-C learns there was nothing to undo.
+    if info is not None and (info.starting or info.cleanup.interrupted):
         _last_line(config, info.cleanup.summary())
 
 

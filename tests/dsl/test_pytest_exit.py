@@ -78,3 +78,23 @@ def test_an_exit_renders_only_the_traceback_entry_its_message_comes_from(pyteste
                                  "has no option 'tick_second'*"])
     # The line that called pytest.exit, and pytest.exit's own (hidden) entry: not the 30-odd of pytest above them.
     assert "traceback entries rendered: [2]" in result.stdout.str()
+
+
+INTERRUPTED_BEFORE_ANY_SCENARIO = '''
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    raise KeyboardInterrupt  # Ctrl-C between collection and the first scenario's start
+'''
+
+
+def test_a_run_interrupted_before_its_first_scenario_says_there_was_nothing_to_undo(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nstepgraph_paths = scenarios\n")
+    pytester.makeconftest(LIBRARY + INTERRUPTED_BEFORE_ANY_SCENARIO)
+    (pytester.path / "scenarios").mkdir()
+    (pytester.path / "scenarios" / "ended.feature").write_text(FEATURE)
+    result = pytester.runpytest_subprocess("--target", "local", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert result.stdout.str().rstrip().endswith("stepgraph cleanup: undone: nothing to undo"), result.stdout.str()
