@@ -129,3 +129,49 @@ def test_never_reached():
     assert result.ret == pytest.ExitCode.INTERRUPTED, output
     assert "KeyboardInterrupt" in output and "SIGINT received" in output
     assert "test_never_reached" not in output and "Unraisable" not in output and "ignored" not in output
+
+
+LOCK_WINDOW = """
+import queue, threading
+
+
+class SlowLock:
+    '''A lock whose taking ends as the Ctrl-C comes: the moment Python checks for signals right
+    after a Condition's real lock is taken, before the `with` block that gives it back begins.'''
+
+    def __init__(self, on):
+        self.lock, self.on = threading.Lock(), on
+        self.acquire, self.release = self.lock.acquire, self.lock.release  # what Condition asks for
+
+    def __enter__(self):
+        self.lock.acquire()
+        if self.on == "take":
+            signal.raise_signal(signal.SIGINT)
+
+    def __exit__(self, *exc):
+        if self.on == "give back":
+            signal.raise_signal(signal.SIGINT)
+        self.lock.release()
+
+
+for on in ("take", "give back"):
+    pool = queue.LifoQueue()
+    pool.mutex = SlowLock(on)  # the queue's Conditions share its mutex
+    pool.not_empty = threading.Condition(pool.mutex)
+    pool.not_full = threading.Condition(pool.mutex)
+    try:
+        pool.put("connection")
+        time.sleep(10)
+    except KeyboardInterrupt:
+        pass
+    print(on, "held" if pool.mutex.lock.locked() else "free", "count", interrupts.count())
+    interrupts._count = 0
+"""
+
+
+def test_a_ctrl_c_as_a_condition_takes_or_gives_back_its_lock_is_raised_once_the_lock_is_safe() -> None:
+    # As in the kubernetes client's connection pool (a queue): the lock left held, every later
+    # request of the run would hang on it, the cleanup's included.
+    done = _run(LOCK_WINDOW)
+    assert done.stdout == "take free count 1\ngive back free count 1\n", done.stderr
+    assert done.stderr == ""
