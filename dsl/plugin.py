@@ -292,9 +292,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     garbage (the automatic ones during the run, the two pytest makes at its end to find exceptions
     raised by finalizers, the interpreter's at exit) walks only what the run made since. The
     garbage made so far is collected first, while pytest still reports what finalizers raise, so
-    nothing already unreachable is kept from them."""
+    nothing already unreachable is kept from them — unless the run only collects."""
     if any(ITEM_SCENARIO in item.stash for item in session.items):
-        gc.collect()
+        # A run that only collects ends now: the collection before the freeze would walk the
+        # whole heap to run finalizers that a process about to exit need not run (a run inside
+        # another one thaws what it froze as it ends, and its garbage is collected then).
+        if not session.config.option.collectonly:
+            gc.collect()
         if not session.config.stash.get(_OUTER_FROZE, False):
             gc.freeze()
             session.config.stash[_FROZE] = True
