@@ -15,9 +15,7 @@ KeyboardInterrupt, and Python only reports an exception escaping a finalizer (an
 one) and carries on — the run would go on as if no Ctrl-C had come. `catch_lost` hooks that
 report: a KeyboardInterrupt reaching it is raised again, by the same signal sent once more
 from a helper thread, as soon as the main thread is out of the hook.
-That second delivery is not counted as another interrupt. The same holds off an interrupt that
-comes while a `threading.Condition`'s lock is being taken or given back, where raising it would
-leave the lock held (see `_NOT_HERE`).
+That second delivery is not counted as another interrupt.
 """
 
 from __future__ import annotations
@@ -55,15 +53,15 @@ def _raise(signum: int, frame: FrameType | None) -> None:
     else:
         _count += 1
         _last_signum = signum
-    if _inside(frame, _NOT_HERE):
-        _owe_a_delivery()  # delivered again a moment later, once out of there
+    if _inside_the_hook(frame):
+        _owe_a_delivery()  # raised here it would be reported as unraisable and lost again
         return
     raise KeyboardInterrupt(f"{signal.Signals(_last_signum).name} received")
 
 
-def _inside(frame: FrameType | None, codes: frozenset[object]) -> bool:
+def _inside_the_hook(frame: FrameType | None) -> bool:
     while frame is not None:
-        if frame.f_code in codes:
+        if frame.f_code is _on_unraisable.__code__:
             return True
         frame = frame.f_back
     return False
@@ -76,16 +74,6 @@ def _on_unraisable(unraisable: Any, *, before: UnraisableHook) -> None:
         _owe_a_delivery()
         return
     before(unraisable)
-
-
-#: Where a KeyboardInterrupt must not be raised, so the interrupt is delivered again just after:
-#: - the hook that reports finalizer errors: raised there it would be reported and lost again;
-#: - a Condition's lock being taken or given back (`with condition:`, as `queue.Queue` does):
-#:   Python checks for signals right after the lock is taken and before it is given back, and a
-#:   KeyboardInterrupt raised there leaves it held for good. The kubernetes client's connection
-#:   pool is such a queue: every later request of the run, its cleanup's included, hung on it.
-_NOT_HERE = frozenset({_on_unraisable.__code__, threading.Condition.__enter__.__code__,
-                       threading.Condition.__exit__.__code__})
 
 
 class _Deliverer(threading.Thread):
