@@ -64,7 +64,7 @@ test-code: $(LINKS)
 
 # Two workers more than cores: the world runs' tests wait on the twin's real clock and on programs
 # they start, and the extra workers use a core while others wait (on 2 cores, `make test` took
-# 77-82 s with 4 workers, 87-88 s with 3).
+# 86-89 s with 4 workers, 92 s with 3, 91 s with 5).
 test-pytest: $(LINKS)
 	$(BIN)/pytest tests -q -p no:cacheprovider -n $$(( $$(nproc) + 2 )) --dist loadgroup
 
