@@ -49,8 +49,6 @@ def test_finalizers_of_garbage_from_before_and_after_the_freeze_are_reported(pyt
 NESTED = """
 import gc
 
-import sys
-
 import pytest
 
 
@@ -80,8 +78,6 @@ def test_a_run_inside_a_test_leaves_the_heap_unfrozen(pytester: pytest.Pytester)
 
 NESTED_IN_A_FROZEN_RUN = """
 import gc
-
-import sys
 
 import pytest
 
@@ -166,7 +162,6 @@ def test_the_heap_is_frozen_at_exit_not_before(pytester: pytest.Pytester) -> Non
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     probe = """
 import atexit, gc, sys
-import sys
 
 import pytest
 atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0))  # runs after the plugin's

@@ -204,7 +204,6 @@ def _kept_in(cache: Path) -> list[Path]:
     return list((cache / "stepgraph" / "step-declarations").glob("*.json"))
 
 
-
 def test_a_step_librarys_parameter_models_are_built_when_first_used_not_on_import() -> None:
     probe = """
 import pydantic
