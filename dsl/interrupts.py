@@ -26,18 +26,25 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TypeGuard
 
 _HANDLED = (signal.SIGINT, signal.SIGTERM)
+
+
+@dataclass
+class _Level:
+    """One `install` not yet undone: a run, maybe nested in a process that handles interrupts."""
+
+    count_outside: int  # the count of the level it is inside, as it was when this one began
+    wrapped_hook: bool = False  # its `catch_lost` wrapped sys.unraisablehook: its `uninstall` unwraps it
+
+
 _count = 0
 _previous: dict[int, Any] = {}
-#: `install` calls not yet undone by `uninstall`: runs nested in a process that handles interrupts.
-_depth = 0
-#: The counts of the installs a nested one is inside, as they were when it began.
-_counted_outside: list[int] = []
-#: The depths whose `catch_lost` wrapped sys.unraisablehook: each `uninstall` unwraps its own.
-_wrapped_at: list[int] = []
+#: The `install`s not yet undone, the innermost last.
+_levels: list[_Level] = []
 #: Deliveries of an interrupt that a finalizer swallowed, asked for and not yet made.
 _owed = 0
 _last_signum: int = signal.SIGINT
@@ -70,7 +77,7 @@ def _inside_the_hook(frame: FrameType | None) -> bool:
 def _on_unraisable(unraisable: Any, *, before: UnraisableHook) -> None:
     """sys.unraisablehook while a run is on: an interrupt raised inside a finalizer is delivered
     again, outside it; anything else goes to the hook that was there before."""
-    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _depth:
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _levels:
         _owe_a_delivery()
         return
     before(unraisable)
@@ -127,13 +134,12 @@ def install() -> None:
     test suite running pytest in-process) keeps that handling, and only the outermost `uninstall`
     puts back what was there before. Each counts its own interrupts, from zero, and the outer
     count is back when the nested run ends."""
-    global _count, _owed, _depth
+    global _count, _owed
     if threading.current_thread() is not threading.main_thread():
         return
-    _depth += 1
-    _counted_outside.append(_count)
+    _levels.append(_Level(count_outside=_count))
     _count = 0
-    if _depth > 1:
+    if len(_levels) > 1:
         return
     _owed = 0
     for signum in _HANDLED:
@@ -145,9 +151,9 @@ def catch_lost() -> None:
     """Hook the report of exceptions escaping finalizers, so an interrupt raised in one is raised
     again outside it. Call it once whoever else sets sys.unraisablehook (pytest does, as it is
     configured) has set it; `uninstall` puts back the hook it wraps."""
-    if _depth and not _is_ours(sys.unraisablehook):
+    if _levels and not _is_ours(sys.unraisablehook):
         sys.unraisablehook = functools.partial(_on_unraisable, before=sys.unraisablehook)
-        _wrapped_at.append(_depth)
+        _levels[-1].wrapped_hook = True
 
 
 def _is_ours(hook: object) -> TypeGuard[functools.partial[None]]:
@@ -157,16 +163,14 @@ def _is_ours(hook: object) -> TypeGuard[functools.partial[None]]:
 def uninstall() -> None:
     """Undo one `install` (a run inside a longer-lived process): the hook its run wrapped is put
     back, and with the outermost, the handlers it replaced."""
-    global _count, _depth
-    if threading.current_thread() is not threading.main_thread() or not _depth:
+    global _count
+    if threading.current_thread() is not threading.main_thread() or not _levels:
         return
-    if _wrapped_at and _wrapped_at[-1] == _depth:
-        _wrapped_at.pop()
-        if _is_ours(hook := sys.unraisablehook):
-            sys.unraisablehook = hook.keywords["before"]
-    _depth -= 1
-    _count = _counted_outside.pop()  # the outer run's own count: a nested run handles its interrupts
-    if _depth:
+    level = _levels.pop()
+    if level.wrapped_hook and _is_ours(hook := sys.unraisablehook):
+        sys.unraisablehook = hook.keywords["before"]
+    _count = level.count_outside  # the outer run's own count: a nested run handles its interrupts
+    if _levels:
         return
     for signum, handler in _previous.items():
         signal.signal(signum, handler)
