@@ -33,8 +33,6 @@ def main() -> int:
     try:
         # Everything, `signal` too (its import takes a few milliseconds), is imported inside the
         # try: before it only the interpreter's start-up and this file's own loading remain.
-        import atexit
-        import gc
         import signal
 
         # Until the handling below is in place (its import takes a few tens of milliseconds) an
@@ -46,10 +44,11 @@ def main() -> int:
         if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _note)
 
-        # The command's process ends when it returns: the interpreter's last collections of
-        # garbage would walk all it imported (a tenth of a lint's time) to run finalizers Python
-        # does not promise at exit. Registered first, this runs after every other exit handler.
-        atexit.register(gc.freeze)
+        # The command's process ends when it returns: its heap is frozen at exit, after every
+        # other exit handler (this is registered first), the runs it starts included.
+        from stepgraph.dsl.exit_heap import freeze_heap_at_exit
+
+        freeze_heap_at_exit()
 
         # From here on SIGINT and SIGTERM (a CI job cancelled, `kill`) raise KeyboardInterrupt,
         # and one that lands in a finalizer is raised again outside it. The runs the command

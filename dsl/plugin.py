@@ -9,7 +9,6 @@ needs the target lacks are skipped before any setup. A run without scenario path
 
 from __future__ import annotations
 
-import atexit
 import gc
 import sys
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from .checks import order_hazards
 from .collect import TAG_KINDS, ScenarioModule
 from .compiler import SCENARIO_SUFFIXES
 from .eventually import CheckFailed, StepRefused
+from .exit_heap import freeze_heap_at_exit
 from .failures import failure_block
 from .ir import step_calls
 from .nodes import add_option as add_nodes_option
@@ -105,7 +105,7 @@ _OUTER_FROZE = pytest.StashKey[bool]()
 def pytest_configure(config: pytest.Config) -> None:
     global _runs_configured
     _runs_configured += 1
-    _no_collection_at_exit()
+    freeze_heap_at_exit()
     # The first of the run's cleanups to be added is the last to run: after pytest's own last
     # collections of garbage, which then walk only what this run made, as in a run of its own.
     config.add_cleanup(lambda: _unfreeze_for_the_outer_run(config))
@@ -137,22 +137,6 @@ def pytest_configure(config: pytest.Config) -> None:
             info.design_ids, info.design_source = requirement_ids(path), doc
         except InputError as err:
             pytest.exit(f"stepgraph: {err}", returncode=2)
-
-
-def _no_collection_at_exit() -> None:
-    """At exit, once, freeze the heap before the interpreter's last collections of garbage: they
-    walk every object left (the twin, the cluster client's models, a worker's thousand tests),
-    some 0.25 CPU-s of a run on the twin, and only run finalizers that Python does not promise
-    at exit. pytest has made its own last collections by then and reported what finalizers raised;
-    the exit handlers registered before this one still run, after it. A process that goes on
-    after its run is not affected until it exits."""
-    global _FREEZE_AT_EXIT
-    if not _FREEZE_AT_EXIT:
-        atexit.register(gc.freeze)
-        _FREEZE_AT_EXIT = True
-
-
-_FREEZE_AT_EXIT = False
 
 
 class _InterruptWatch:
